@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/shardcount/internal/testenv"
+)
+
+// TestBadRequestsChangeNothing sends every kind of bad request and checks
+// the status, the error code, that the message names the field, and that the
+// database is exactly as before.
+func TestBadRequestsChangeNothing(t *testing.T) {
+	id := newCounterID(t)
+	createCounter(t, id, 4)
+	if r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":5}`, id), "Idempotency-Key", "first"); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	missing := id + "-missing"
+	inc := func(fields string) string { return fmt.Sprintf(`{"counter_id":%q,%s}`, id, fields) }
+
+	cases := []struct {
+		name, method, function, query, body string
+		headers                             []string
+		status                              int
+		code, mention                       string
+	}{
+		{"create: wrong method", "GET", "createCounter", "", "", nil, 405, "METHOD_NOT_ALLOWED", "POST"},
+		{"create: exists", "POST", "createCounter", "", fmt.Sprintf(`{"counter_id":%q}`, id), nil, 409, "ALREADY_EXISTS", id},
+		{"create: empty body", "POST", "createCounter", "", "", nil, 400, "INVALID_ARGUMENT", "body"},
+		{"create: not JSON", "POST", "createCounter", "", `{"counter_id":`, nil, 400, "INVALID_ARGUMENT", "JSON"},
+		{"create: array", "POST", "createCounter", "", `[1]`, nil, 400, "INVALID_ARGUMENT", "object"},
+		{"create: unknown field", "POST", "createCounter", "", `{"counter_id":"x1","shards":3}`, nil, 400, "INVALID_ARGUMENT", "shards"},
+		{"create: trailing data", "POST", "createCounter", "", `{"counter_id":"x2"} {}`, nil, 400, "INVALID_ARGUMENT", "single"},
+		{"create: id wrong type", "POST", "createCounter", "", `{"counter_id":12}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: id too long", "POST", "createCounter", "", fmt.Sprintf(`{"counter_id":%q}`, strings.Repeat("a", 129)), nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: id with slash", "POST", "createCounter", "", `{"counter_id":"a/b"}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: id dot dot", "POST", "createCounter", "", `{"counter_id":".."}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: reserved id", "POST", "createCounter", "", `{"counter_id":"__x__"}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: empty id", "POST", "createCounter", "", `{"counter_id":""}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"create: zero shards", "POST", "createCounter", "", `{"counter_id":"x3","num_shards":0}`, nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"create: 1001 shards", "POST", "createCounter", "", `{"counter_id":"x4","num_shards":1001}`, nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"create: fractional shards", "POST", "createCounter", "", `{"counter_id":"x5","num_shards":2.5}`, nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"create: negative followers", "POST", "createCounter", "", `{"counter_id":"x6","followers_count":-1}`, nil, 400, "INVALID_ARGUMENT", "followers_count"},
+		{"create: bad post_type", "POST", "createCounter", "", `{"counter_id":"x7","post_type":"private"}`, nil, 400, "INVALID_ARGUMENT", "post_type"},
+		{"create: too deep", "POST", "createCounter", "", strings.Repeat("[", 40) + strings.Repeat("]", 40), nil, 400, "INVALID_ARGUMENT", "nested"},
+		{"create: over 64 KiB", "POST", "createCounter", "", `{"counter_id":"` + strings.Repeat("a", 70_000) + `"}`, nil, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+
+		{"increment: wrong method", "PUT", "incrementCounter", "", inc(`"delta":1`), nil, 405, "METHOD_NOT_ALLOWED", "POST"},
+		{"increment: unknown counter", "POST", "incrementCounter", "", fmt.Sprintf(`{"counter_id":%q}`, missing), nil, 404, "NOT_FOUND", missing},
+		{"increment: no counter_id", "POST", "incrementCounter", "", `{"delta":1}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"increment: zero delta", "POST", "incrementCounter", "", inc(`"delta":0`), nil, 400, "INVALID_ARGUMENT", "delta"},
+		{"increment: delta too big", "POST", "incrementCounter", "", inc(`"delta":1000000001`), nil, 400, "INVALID_ARGUMENT", "delta"},
+		{"increment: delta too small", "POST", "incrementCounter", "", inc(`"delta":-1000000001`), nil, 400, "INVALID_ARGUMENT", "delta"},
+		{"increment: delta beyond int64", "POST", "incrementCounter", "", inc(`"delta":99999999999999999999`), nil, 400, "INVALID_ARGUMENT", "delta"},
+		{"increment: delta string", "POST", "incrementCounter", "", inc(`"delta":"1"`), nil, 400, "INVALID_ARGUMENT", "delta"},
+		{"increment: delta and action", "POST", "incrementCounter", "", inc(`"delta":1,"action_type":"increment"`), nil, 400, "INVALID_ARGUMENT", "action_type"},
+		{"increment: bad action", "POST", "incrementCounter", "", inc(`"action_type":"like"`), nil, 400, "INVALID_ARGUMENT", "action_type"},
+		{"increment: unknown field", "POST", "incrementCounter", "", inc(`"amount":1`), nil, 400, "INVALID_ARGUMENT", "amount"},
+		{"increment: key too long", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
+		{"increment: key with space", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", "a b"}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
+		{"increment: key reused", "POST", "incrementCounter", "", inc(`"delta":6`), []string{"Idempotency-Key", "first"}, 409, "ALREADY_EXISTS", "Idempotency-Key"},
+		{"increment: over 64 KiB", "POST", "incrementCounter", "", inc(`"x":"` + strings.Repeat("a", 70_000) + `"`), nil, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+
+		{"get: wrong method", "POST", "getCounter", "?counter_id=" + id, "", nil, 405, "METHOD_NOT_ALLOWED", "GET"},
+		{"get: unknown counter", "GET", "getCounter", "?counter_id=" + missing, "", nil, 404, "NOT_FOUND", missing},
+		{"get: unknown counter, strong", "GET", "getCounter", "?consistency=strong&counter_id=" + missing, "", nil, 404, "NOT_FOUND", missing},
+		{"get: no counter_id", "GET", "getCounter", "", "", nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"get: bad consistency", "GET", "getCounter", "?consistency=linear&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "consistency"},
+		{"get: unknown parameter", "GET", "getCounter", "?counter_id=" + id + "&limit=3", "", nil, 400, "INVALID_ARGUMENT", "limit"},
+		{"get: repeated parameter", "GET", "getCounter", "?counter_id=" + id + "&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "counter_id"},
+	}
+
+	fs := testenv.Firestore(t, project)
+	before := testenv.Dump(t, fs)
+	for _, tc := range cases {
+		r := testenv.Do(t, tc.method, url(tc.function)+tc.query, tc.body, tc.headers...)
+		var body struct {
+			Error struct{ Code, Message string }
+		}
+		r.Decode(t, &body)
+		if r.Status != tc.status || body.Error.Code != tc.code || !strings.Contains(body.Error.Message, tc.mention) {
+			t.Errorf("%s: got %s, want %d %s mentioning %q", tc.name, r, tc.status, tc.code, tc.mention)
+		}
+	}
+	after := testenv.Dump(t, fs)
+	// Other tests' counters may get a roll-up meanwhile; nothing may appear
+	// or vanish, and this test's counter must be untouched.
+	if !slices.Equal(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after))) {
+		t.Errorf("documents were created or deleted by bad requests")
+	}
+	for path, doc := range before {
+		if strings.Contains(path, id) && after[path] != doc {
+			t.Errorf("%s changed: %s -> %s", path, doc, after[path])
+		}
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter"} {
+		r := testenv.Do(t, "OPTIONS", url(fn), "",
+			"Origin", "https://app.example.com",
+			"Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "content-type, idempotency-key")
+		if r.Status != http.StatusNoContent {
+			t.Errorf("%s preflight: %s", fn, r)
+		}
+		if got := r.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("%s: Access-Control-Allow-Origin = %q, want * (AUTH=off)", fn, got)
+		}
+		if got := r.Header.Get("Access-Control-Allow-Headers"); !strings.Contains(got, "Idempotency-Key") {
+			t.Errorf("%s: Access-Control-Allow-Headers = %q", fn, got)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+// Package counter holds the rules of a sharded counter that do not depend on
+// where it is stored: valid ids, shard limits, the shard-count heuristic and
+// the deltas a write may carry.
+//
+// A counter with N shards accepts about N times the write rate of a single
+// document, because each write lands on one of N documents chosen at random;
+// its value is the sum of the shards.
+package counter
+
+import (
+	"crypto/rand"
+	"strings"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// Limits of the HTTP contract.
+const (
+	MinShards     = 1
+	MaxShards     = 1000
+	MaxDelta      = 1_000_000_000
+	MaxIDLength   = 128
+	DefaultShards = 10
+)
+
+// Counter is a counter's metadata and, depending on how it was read, its
+// value.
+type Counter struct {
+	ID        string
+	NumShards int
+	// Count is the value as of AsOf: every shard write committed at or
+	// before AsOf is included.
+	Count int64
+	AsOf  time.Time
+}
+
+// ValidateID checks a counter id: 1–128 characters of [A-Za-z0-9_.-], not
+// "." or "..", and not of the reserved form __*__. Such ids are valid
+// Firestore document ids and safe in URLs without escaping.
+func ValidateID(id string) error {
+	const field = "counter_id"
+	switch {
+	case id == "":
+		return errs.Invalid(field, "is required")
+	case len(id) > MaxIDLength:
+		return errs.Invalid(field, "must be at most %d characters", MaxIDLength)
+	case id == "." || id == "..":
+		return errs.Invalid(field, "must not be %q", id)
+	case len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
+		return errs.Invalid(field, "must not start and end with \"__\" (reserved by Firestore)")
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return errs.Invalid(field, "may contain only letters, digits, '_', '.' and '-'")
+		}
+	}
+	return nil
+}
+
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '.' || c == '-'
+}
+
+// NewID returns a random id of 26 characters (130 bits, base32), valid
+// under ValidateID.
+func NewID() string { return rand.Text() }
+
+// ValidateShards checks a requested shard count.
+func ValidateShards(n int64) error {
+	if n < MinShards || n > MaxShards {
+		return errs.Invalid("num_shards", "must be between %d and %d", MinShards, MaxShards)
+	}
+	return nil
+}
+
+// PostType says who can see the post a counter belongs to.
+type PostType string
+
+const (
+	Public    PostType = "public"
+	Protected PostType = "protected"
+)
+
+// ParsePostType accepts "public", "protected", or "" (public).
+func ParsePostType(s string) (PostType, error) {
+	switch PostType(s) {
+	case "", Public:
+		return Public, nil
+	case Protected:
+		return Protected, nil
+	}
+	return "", errs.Invalid("post_type", "must be \"public\" or \"protected\"")
+}
+
+// Followers needed per shard. A shard document takes about one sustained
+// write per second; we assume at the peak of a post's life about 1 in 1,000
+// followers of a public post acts in the same second (public posts are shared
+// beyond the followers), and 1 in 10,000 for a protected one (only followers
+// see it).
+const (
+	followersPerShardPublic    = 1_000
+	followersPerShardProtected = 10_000
+)
+
+// ShardsFor is the shard-count heuristic of createCounter:
+//
+//	shards = clamp(ceil(followers / k), 1, 1000)
+//	k = 1,000 for public posts, 10,000 for protected ones.
+func ShardsFor(followers int64, pt PostType) int {
+	k := int64(followersPerShardPublic)
+	if pt == Protected {
+		k = followersPerShardProtected
+	}
+	if followers <= 0 {
+		return MinShards
+	}
+	n := (followers + k - 1) / k
+	return int(min(max(n, MinShards), MaxShards))
+}
+
+// ValidateFollowers checks the heuristic's input.
+func ValidateFollowers(n int64) error {
+	if n < 0 {
+		return errs.Invalid("followers_count", "must not be negative")
+	}
+	return nil
+}
+
+// ValidateDelta checks a write's delta: not zero, at most MaxDelta either way.
+func ValidateDelta(d int64) error {
+	if d == 0 {
+		return errs.Invalid("delta", "must not be 0")
+	}
+	if d > MaxDelta || d < -MaxDelta {
+		return errs.Invalid("delta", "must be between -%d and %d", MaxDelta, MaxDelta)
+	}
+	return nil
+}
+
+// DeltaFor maps seed 004's action_type to a delta.
+func DeltaFor(action string) (int64, error) {
+	switch action {
+	case "increment":
+		return 1, nil
+	case "decrement":
+		return -1, nil
+	}
+	return 0, errs.Invalid("action_type", "must be \"increment\" or \"decrement\"")
+}

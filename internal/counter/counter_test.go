@@ -1,0 +1,81 @@
+package counter
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+func TestShardsFor(t *testing.T) {
+	for _, tc := range []struct {
+		followers int64
+		post      PostType
+		want      int
+	}{
+		{0, Public, 1},
+		{1, Public, 1},
+		{1_000, Public, 1},
+		{1_001, Public, 2},
+		{10_000, Public, 10},
+		{250_000, Public, 250},
+		{999_000, Public, 999},
+		{1_000_000, Public, 1000},
+		{50_000_000, Public, 1000},
+		{0, Protected, 1},
+		{10_000, Protected, 1},
+		{10_001, Protected, 2},
+		{1_000_000, Protected, 100},
+		{10_000_000, Protected, 1000},
+		{50_000_000, Protected, 1000},
+		{-5, Public, 1},
+	} {
+		if got := ShardsFor(tc.followers, tc.post); got != tc.want {
+			t.Errorf("ShardsFor(%d, %s) = %d, want %d", tc.followers, tc.post, got, tc.want)
+		}
+	}
+}
+
+func TestValidateID(t *testing.T) {
+	for _, ok := range []string{"a", "post-123_likes.v2", strings.Repeat("x", 128), "__a", "a__", "_", "..."} {
+		if err := ValidateID(ok); err != nil {
+			t.Errorf("ValidateID(%q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "__x__", "____", "a/b", "a b", "é", strings.Repeat("x", 129), "a\x00"} {
+		err := ValidateID(bad)
+		if !errs.Is(err, errs.InvalidArgument) || !strings.HasPrefix(err.(*errs.Error).Message, "counter_id ") {
+			t.Errorf("ValidateID(%q) = %v, want INVALID_ARGUMENT naming counter_id", bad, err)
+		}
+	}
+	for range 100 {
+		if id := NewID(); ValidateID(id) != nil {
+			t.Fatalf("NewID() = %q is not valid", id)
+		}
+	}
+}
+
+func TestValidateDelta(t *testing.T) {
+	for _, d := range []int64{1, -1, MaxDelta, -MaxDelta} {
+		if err := ValidateDelta(d); err != nil {
+			t.Errorf("ValidateDelta(%d) = %v", d, err)
+		}
+	}
+	for _, d := range []int64{0, MaxDelta + 1, -MaxDelta - 1} {
+		if err := ValidateDelta(d); !errs.Is(err, errs.InvalidArgument) {
+			t.Errorf("ValidateDelta(%d) = %v, want INVALID_ARGUMENT", d, err)
+		}
+	}
+}
+
+func TestDeltaFor(t *testing.T) {
+	if d, err := DeltaFor("increment"); d != 1 || err != nil {
+		t.Errorf("increment: %d, %v", d, err)
+	}
+	if d, err := DeltaFor("decrement"); d != -1 || err != nil {
+		t.Errorf("decrement: %d, %v", d, err)
+	}
+	if _, err := DeltaFor("like"); !errs.Is(err, errs.InvalidArgument) {
+		t.Errorf("like: %v", err)
+	}
+}

@@ -1,0 +1,79 @@
+// Package errs is the project's one error vocabulary.
+//
+// Domain code returns *Error values with a Code and a message that names the
+// offending field; the HTTP edge maps each Code to a status exactly once
+// (see internal/httpapi). Any other error is an internal error: it is logged
+// and never shown to a client.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Code classifies an error for clients. The values are the strings clients
+// see in {"error": {"code": ...}}.
+type Code string
+
+const (
+	InvalidArgument   Code = "INVALID_ARGUMENT"
+	Unauthenticated   Code = "UNAUTHENTICATED"
+	PermissionDenied  Code = "PERMISSION_DENIED"
+	NotFound          Code = "NOT_FOUND"
+	MethodNotAllowed  Code = "METHOD_NOT_ALLOWED"
+	AlreadyExists     Code = "ALREADY_EXISTS"
+	PayloadTooLarge   Code = "PAYLOAD_TOO_LARGE"
+	ResourceExhausted Code = "RESOURCE_EXHAUSTED"
+	Unavailable       Code = "UNAVAILABLE"
+	Internal          Code = "INTERNAL"
+)
+
+// Error is an error a client may see.
+type Error struct {
+	Code    Code
+	Message string
+	// RetryAfter, when set, tells the client how long to wait before trying
+	// again (RESOURCE_EXHAUSTED, UNAVAILABLE).
+	RetryAfter time.Duration
+	// Err is the underlying cause, logged but never shown to clients.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an *Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid reports a bad request field; the message starts with the field name
+// so clients can tell which input to fix.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: InvalidArgument, Message: field + " " + fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with the given code whose cause is err.
+func Wrap(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// CodeOf returns the Code of err, or Internal when err is not an *Error.
+func CodeOf(err error) Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err is an *Error with the given code.
+func Is(err error, code Code) bool {
+	return err != nil && CodeOf(err) == code
+}

@@ -1,0 +1,93 @@
+# Shared helpers of scripts/dev.sh and scripts/test.sh; source it, don't run it.
+# Every process started here runs in its own process group, so stopping the
+# group also stops the emulator's java child.
+
+SC_PIDS=()
+
+sc_die() { echo "error: $*" >&2; exit 1; }
+
+# sc_emulator_launcher prints the Firestore emulator's launcher script, or
+# explains what to install and fails.
+sc_emulator_launcher() {
+  if ! command -v java >/dev/null 2>&1; then
+    sc_die "Java is not installed; the Firestore emulator needs Java 11 or newer.
+  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless
+  macOS:         brew install openjdk@17"
+  fi
+  local candidates=(
+    "${FIRESTORE_EMULATOR_LAUNCHER:-}"
+    /usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator
+  )
+  if command -v gcloud >/dev/null 2>&1; then
+    local root
+    root=$(gcloud info --format='value(installation.sdk_root)' 2>/dev/null || true)
+    [ -n "$root" ] && candidates+=("$root/platform/cloud-firestore-emulator/cloud_firestore_emulator")
+  fi
+  local c
+  for c in "${candidates[@]}"; do
+    if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+  done
+  sc_die "the Firestore emulator is not installed.
+  Debian/Ubuntu (Google Cloud apt repository): sudo apt-get install -y google-cloud-cli-firestore-emulator
+  Any gcloud install:                          gcloud components install cloud-firestore-emulator
+  Or point FIRESTORE_EMULATOR_LAUNCHER at its cloud_firestore_emulator script."
+}
+
+# sc_port_free PORT succeeds when nothing listens on 127.0.0.1:PORT.
+sc_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# sc_free_port prints a port nobody listens on.
+sc_free_port() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 40000))
+    if sc_port_free "$p"; then echo "$p"; return 0; fi
+  done
+  sc_die "no free port found"
+}
+
+# sc_start NAME LOG CMD... starts CMD in its own process group, logging to
+# LOG ("-" keeps the script's own output).
+sc_start() {
+  local name=$1 log=$2; shift 2
+  if [ "$log" = - ]; then setsid "$@" & else setsid "$@" >"$log" 2>&1 & fi
+  SC_PIDS+=("$!")
+  eval "SC_PID_${name}=$!"
+}
+
+# sc_stop_all stops every process group started by sc_start.
+sc_stop_all() {
+  local pid
+  for pid in "${SC_PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  for pid in "${SC_PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  done
+  SC_PIDS=()
+}
+
+# sc_wait_http URL SECONDS PID LOG waits until URL answers any HTTP status.
+sc_wait_http() {
+  local url=$1 secs=$2 pid=$3 log=$4
+  local deadline=$((SECONDS + secs))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if curl -s -o /dev/null --max-time 1 "$url"; then return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "--- $log" >&2; tail -n 30 "$log" >&2
+      sc_die "process for $url exited"
+    fi
+    sleep 0.2
+  done
+  echo "--- $log" >&2; tail -n 30 "$log" >&2
+  sc_die "$url did not answer within ${secs}s"
+}
+
+# sc_start_firestore PORT LOG [EXTRA ARGS...] starts the emulator and waits.
+sc_start_firestore() {
+  local port=$1 log=$2; shift 2
+  local launcher
+  launcher=$(sc_emulator_launcher) || exit 1
+  sc_port_free "$port" || sc_die "port $port is in use (set FIRESTORE_PORT)"
+  sc_start firestore "$log" "$launcher" start --host=127.0.0.1 --port="$port" "$@"
+  sc_wait_http "http://127.0.0.1:$port/" 60 "$SC_PID_firestore" "$log"
+}
