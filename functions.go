@@ -15,6 +15,11 @@ import (
 func init() {
 	s := functions.FromEnv()
 	for _, spec := range functions.Catalog {
-		framework.HTTP(spec.Name, s.HTTP(spec.Name))
+		switch spec.Kind {
+		case functions.HTTPTrigger:
+			framework.HTTP(spec.Name, s.HTTP(spec.Name))
+		case functions.FirestoreTrigger:
+			framework.CloudEvent(spec.Name, s.Event(spec.Name))
+		}
 	}
 }

@@ -50,4 +50,6 @@ var Catalog = []Spec{
 	{Name: "createCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost},
 	{Name: "incrementCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost},
 	{Name: "getCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet},
+	{Name: "rollupCounter", Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: ShardDocument},
+	{Name: "reconcileCounters", Kind: HTTPTrigger, Access: Private, Method: http.MethodPost},
 }

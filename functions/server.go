@@ -8,11 +8,14 @@ import (
 	"os"
 	"sync"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/rollup"
 )
 
 // Server serves the functions of Catalog. Its dependencies are built on the
@@ -34,7 +37,9 @@ type app struct {
 	log      *slog.Logger
 	db       *firestoredb.DB
 	counters *firestoredb.Counters
+	roller   *rollup.Roller
 	http     map[string]http.HandlerFunc
+	events   map[string]func(context.Context, cloudevents.Event) error
 }
 
 func (s *Server) get() (*app, error) {
@@ -70,15 +75,23 @@ func newApp(ctx context.Context, getenv func(string) string) (*app, error) {
 		db:       db,
 		counters: firestoredb.NewCounters(db),
 	}
+	a.roller = rollup.New(a.counters, cfg.RollupCadence, log)
 	edge := &httpapi.Edge{Logger: log, ProjectID: cfg.ProjectID, Origins: cfg.CORSOrigins}
 	handles := map[string]httpapi.Handle{
-		"createCounter":    a.createCounter,
-		"incrementCounter": a.incrementCounter,
-		"getCounter":       a.getCounter,
+		"createCounter":     a.createCounter,
+		"incrementCounter":  a.incrementCounter,
+		"getCounter":        a.getCounter,
+		"reconcileCounters": a.reconcileCounters,
+	}
+	a.events = map[string]func(context.Context, cloudevents.Event) error{
+		"rollupCounter": a.rollupCounter,
 	}
 	a.http = map[string]http.HandlerFunc{}
 	for _, spec := range Catalog {
-		if spec.Kind != HTTPTrigger {
+		if spec.Kind == FirestoreTrigger {
+			if a.events[spec.Name] == nil {
+				return nil, fmt.Errorf("functions: no handler for %s", spec.Name)
+			}
 			continue
 		}
 		h, ok := handles[spec.Name]
@@ -101,5 +114,18 @@ func (s *Server) HTTP(name string) http.HandlerFunc {
 			return
 		}
 		a.http[name](w, r)
+	}
+}
+
+// Event returns the handler of the CloudEvent function name. A failure to
+// build the dependencies is returned, so Eventarc retries the event later.
+func (s *Server) Event(name string) func(context.Context, cloudevents.Event) error {
+	return func(ctx context.Context, e cloudevents.Event) error {
+		a, err := s.get()
+		if err != nil {
+			logging.New(os.Stdout, slog.LevelInfo).Error("function unavailable", "function", name, "error", err.Error())
+			return err
+		}
+		return a.events[name](ctx, e)
 	}
 }

@@ -6,6 +6,7 @@
 #   PROJECT_ID      emulator project        (default demo-shardcount)
 #   FIRESTORE_PORT  Firestore emulator port (default 8080)
 #   FUNCTIONS_PORT  functions port          (default 8081)
+#   TRIGGER_PORT    where the emulator delivers trigger events (default 8082)
 #   AUTH            off | required          (default off here; required when deployed)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/.."
 PROJECT_ID=${PROJECT_ID:-demo-shardcount}
 FIRESTORE_PORT=${FIRESTORE_PORT:-8080}
 FUNCTIONS_PORT=${FUNCTIONS_PORT:-8081}
+TRIGGER_PORT=${TRIGGER_PORT:-8082}
 export AUTH=${AUTH:-off}
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
@@ -27,17 +29,18 @@ trap cleanup EXIT
 trap 'exit 0' INT TERM
 
 sc_port_free "$FUNCTIONS_PORT" || sc_die "port $FUNCTIONS_PORT is in use (set FUNCTIONS_PORT)"
+sc_port_free "$TRIGGER_PORT" || sc_die "port $TRIGGER_PORT is in use (set TRIGGER_PORT)"
 
 echo "building the functions…"
 go build -o "$tmp/devserver" ./cmd/devserver
 
 echo "starting the Firestore emulator on 127.0.0.1:$FIRESTORE_PORT…"
 sc_start_firestore "$FIRESTORE_PORT" "$tmp/firestore.log" \
-  --project_id="$PROJECT_ID" --rules=firestore.rules
+  --project_id="$PROJECT_ID" --rules=firestore.rules --functions_emulator="127.0.0.1:$TRIGGER_PORT"
 
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
-  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT"
+  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT"
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 
 base=http://127.0.0.1:$FUNCTIONS_PORT
@@ -45,12 +48,14 @@ cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH.
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
-  Functions           $base/<name>   createCounter incrementCounter getCounter
+  Functions           $base/<name>   createCounter incrementCounter getCounter reconcileCounters
+  Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)
 
 Try it:
   curl -s -X POST $base/createCounter -H 'Content-Type: application/json' -d '{"counter_id":"post-1","num_shards":10}'
   curl -s -X POST $base/incrementCounter -H 'Content-Type: application/json' -d '{"counter_id":"post-1"}'
   curl -s "$base/getCounter?counter_id=post-1&consistency=strong"
+  curl -s "$base/getCounter?counter_id=post-1"     # eventual: the roll-up, caught up within ~1s
 
 Ctrl-C stops everything.
 MSG

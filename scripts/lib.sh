@@ -36,11 +36,12 @@ sc_emulator_launcher() {
 # sc_port_free PORT succeeds when nothing listens on 127.0.0.1:PORT.
 sc_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# sc_free_port prints a port nobody listens on.
+# sc_free_port prints a port nobody listens on, outside the range the kernel
+# hands out to outgoing connections and to processes binding port 0.
 sc_free_port() {
   local p
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768+)
     if sc_port_free "$p"; then echo "$p"; return 0; fi
   done
   sc_die "no free port found"

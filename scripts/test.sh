@@ -31,7 +31,7 @@ echo "emulator on $FIRESTORE_EMULATOR_HOST, triggers to $trigger_addr"
 echo "== go test -race"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
-if ! go test -race -count=1 -timeout 10m "${args[@]}"; then
+if ! go test -race -count=1 -timeout ${GO_TEST_TIMEOUT:-10m} "${args[@]}"; then
   echo "--- last lines of the emulator log" >&2
   tail -n 20 "$tmp/firestore.log" >&2
   exit 1

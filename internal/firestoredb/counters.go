@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/rollup"
 )
 
 // Collection and field names of the counters data model (README "Data
@@ -23,6 +25,7 @@ const (
 	CountersCollection = "counters"
 	ShardsCollection   = "shards"
 	KeysCollection     = "idempotency_keys"
+	SlotsCollection    = "rollup_slots"
 
 	FieldNumShards  = "num_shards"
 	FieldCount      = "count"
@@ -42,6 +45,7 @@ const (
 //	counters/{id}                          num_shards, count, rollup_as_of, created_at, rollups
 //	counters/{id}/shards/{0..N-1}          count (created by the first increment landing on it)
 //	counters/{id}/idempotency_keys/{hash}  delta, shard, expire_at (TTL)
+//	counters/{id}/rollup_slots/{due}       expire_at (TTL): a roll-up claimed for due
 type Counters struct {
 	db  *DB
 	now func() time.Time
@@ -239,4 +243,73 @@ func (s *Counters) Sum(ctx context.Context, id string) (counter.Counter, error) 
 		return counter.Counter{}, Classify(err, "sum shards")
 	}
 	return counter.Counter{ID: id, NumShards: n, Count: total, AsOf: at}, nil
+}
+
+// RollupState reads what the roll-up needs of the counter document.
+func (s *Counters) RollupState(ctx context.Context, id string) (rollup.State, error) {
+	snap, err := s.Ref(id).Get(ctx)
+	if Code(err) == codes.NotFound {
+		return rollup.State{}, errs.New(errs.NotFound, "counter %q does not exist", id)
+	}
+	if err != nil {
+		return rollup.State{}, fmt.Errorf("firestoredb: read counter %s: %w", id, err)
+	}
+	c, err := decodeCounter(snap)
+	if err != nil {
+		return rollup.State{}, err
+	}
+	return rollup.State{Count: c.Count, AsOf: c.AsOf, Version: snap.UpdateTime}, nil
+}
+
+// ShardTotal sums the shards of a counter with the snapshot's read time.
+func (s *Counters) ShardTotal(ctx context.Context, id string) (int64, time.Time, error) {
+	return s.db.Sum(ctx, s.Shards(id), FieldCount)
+}
+
+// WriteRollup stores a roll-up on the counter document if it is still at
+// version, and counts the roll-up writes in FieldRollups.
+func (s *Counters) WriteRollup(ctx context.Context, id string, total int64, asOf, version time.Time) (time.Time, bool, error) {
+	res, err := s.Ref(id).Update(ctx, []firestore.Update{
+		{Path: FieldCount, Value: total},
+		{Path: FieldAsOf, Value: asOf},
+		{Path: FieldRollups, Value: firestore.Increment(1)},
+	}, firestore.LastUpdateTime(version))
+	switch Code(err) {
+	case codes.OK:
+		return res.UpdateTime, true, nil
+	case codes.FailedPrecondition, codes.NotFound:
+		return time.Time{}, false, nil
+	}
+	return time.Time{}, false, fmt.Errorf("firestoredb: write roll-up of %s: %w", id, err)
+}
+
+// CounterIDs lists counter ids after the given one, in id order.
+func (s *Counters) CounterIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	q := s.db.Client.Collection(CountersCollection).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	refs, err := q.Select().Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("firestoredb: list counters: %w", err)
+	}
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.Ref.ID
+	}
+	return ids, nil
+}
+
+// ClaimSlot creates the marker of the roll-up due at due; it returns false
+// if the marker exists. Markers expire an hour after their due time.
+func (s *Counters) ClaimSlot(ctx context.Context, id string, due time.Time) (bool, error) {
+	ref := s.Ref(id).Collection(SlotsCollection).Doc(strconv.FormatInt(due.UnixNano(), 10))
+	_, err := s.db.Commit(ctx, CreateWrite(ref.Path, map[string]*pb.Value{FieldExpireAt: Time(due.Add(time.Hour))}))
+	switch Code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.AlreadyExists:
+		return false, nil
+	}
+	return false, fmt.Errorf("firestoredb: claim roll-up slot of %s: %w", id, err)
 }

@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/eventbridge"
+	"github.com/shardcount/shardcount/internal/fsevent"
+	"github.com/shardcount/shardcount/internal/testenv"
+)
+
+// cadence is ROLLUP_CADENCE of the functions under test.
+const cadence = time.Second
+
+// incrementMany sends n increments of random deltas from workers
+// goroutines, at most rate per second, and returns the sum of the accepted
+// deltas and when the last one was acknowledged.
+func incrementMany(t *testing.T, id string, n, workers, rate int) (int64, time.Time) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		sum      int64
+		last     time.Time
+		failures []string
+		wg       sync.WaitGroup
+		jobs     = make(chan int64)
+	)
+	for range workers {
+		wg.Go(func() {
+			for delta := range jobs {
+				r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta))
+				mu.Lock()
+				if r.Status == http.StatusOK {
+					sum += delta
+					last = time.Now()
+				} else {
+					failures = append(failures, r.String())
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	for range n {
+		<-tick.C
+		jobs <- rand.Int64N(9) + 1
+	}
+	tick.Stop()
+	close(jobs)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d increments failed, first: %s", len(failures), failures[0])
+	}
+	return sum, last
+}
+
+// waitEventual polls the eventual read until it equals want or the deadline
+// passes, and returns the last count read and when it was read.
+func waitEventual(t *testing.T, id string, want int64, deadline time.Time) (int64, time.Time) {
+	t.Helper()
+	for {
+		got := getCounter(t, id, "eventual")
+		if got.Count == want || time.Now().After(deadline) {
+			return got.Count, time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRollupConvergesAndKeepsItsCadence(t *testing.T) {
+	waitForQuietEvents(t)
+	id := newCounterID(t)
+	createCounter(t, id, 10)
+	fs := testenv.Firestore(t, project)
+
+	// Watch every version of the counter document.
+	ctx, stop := context.WithCancel(context.Background())
+	var (
+		versions []time.Time
+		watchMu  sync.Mutex
+		watched  = make(chan struct{})
+	)
+	go func() {
+		defer close(watched)
+		it := fs.Doc("counters/" + id).Snapshots(ctx)
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			watchMu.Lock()
+			if n := len(versions); n == 0 || !versions[n-1].Equal(snap.UpdateTime) {
+				versions = append(versions, snap.UpdateTime)
+			}
+			watchMu.Unlock()
+		}
+	}()
+
+	// Count the events the emulator delivers for this counter.
+	var delivered atomic.Int64
+	tapCounter(t, id, func(*eventbridge.Delivery) bool { delivered.Add(1); return true })
+
+	start := time.Now()
+	sum, last := incrementMany(t, id, 3000, 32, 1000)
+	t.Logf("3000 increments in %s", last.Sub(start).Round(time.Millisecond))
+
+	got, at := waitEventual(t, id, sum, last.Add(2*cadence))
+	if got != sum {
+		t.Fatalf("eventual read = %d two cadences after the last increment, want %d", got, sum)
+	}
+	t.Logf("roll-up lag after the last increment: %s", at.Sub(last).Round(time.Millisecond))
+	if strong := getCounter(t, id, "strong"); strong.Count != sum {
+		t.Errorf("strong read = %d, want %d", strong.Count, sum)
+	}
+
+	// Cadence: the counter document was written at most once per cadence.
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	<-watched
+	snap, err := fs.Doc("counters/" + id).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollups := snap.Data()["rollups"].(int64)
+	elapsed := time.Since(start)
+	if max := int64(elapsed/cadence) + 1; rollups > max || rollups < 1 {
+		t.Errorf("%d roll-up writes in %s, want 1..%d", rollups, elapsed.Round(time.Millisecond), max)
+	}
+	watchMu.Lock()
+	defer watchMu.Unlock()
+	for i := 1; i < len(versions); i++ {
+		if gap := versions[i].Sub(versions[i-1]); gap < cadence*95/100 {
+			t.Errorf("versions %d and %d of the counter are %s apart, less than the cadence", i-1, i, gap)
+		}
+	}
+	t.Logf("%d roll-up writes, %d versions watched", rollups, len(versions))
+
+	// The emulator delivers events one at a time (about 300/s here), so
+	// they trail the burst; wait for all of them, then check nothing moved.
+	for deadline := time.Now().Add(time.Minute); delivered.Load() < 3000 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := delivered.Load(); n != 3000 {
+		t.Fatalf("%d shard events delivered, want 3000", n)
+	}
+	if got := getCounter(t, id, "eventual").Count; got != sum {
+		t.Errorf("after every event was handled: eventual = %d, want %d", got, sum)
+	}
+}
+
+// captureEvents increments counter id n times with every shard event held
+// back by the bridge, and returns the events in production form.
+func captureEvents(t *testing.T, id string, n int) ([]*eventbridge.Delivery, int64) {
+	t.Helper()
+	waitForQuietEvents(t)
+	var (
+		mu     sync.Mutex
+		events []*eventbridge.Delivery
+	)
+	tapCounter(t, id, func(d *eventbridge.Delivery) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, d)
+		return false
+	})
+	sum, _ := incrementMany(t, id, n, 8, 500)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		got := len(events)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("captured %d events, want %d", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c := getCounter(t, id, "eventual").Count; c != 0 {
+		t.Fatalf("eventual count = %d with every event held back, want 0", c)
+	}
+	return events, sum
+}
+
+// replay delivers events straight to rollupCounter, each copies times, in
+// random order, one at a time: rollupCounter is deployed with concurrency 1
+// (README "Roll-up" explains why), so Eventarc never overlaps two events on
+// one instance either.
+func replay(t *testing.T, events []*eventbridge.Delivery, copies int) {
+	t.Helper()
+	var all []*eventbridge.Delivery
+	for range copies {
+		all = append(all, events...)
+	}
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	for _, d := range all {
+		status, err := bridge.Deliver(context.Background(), d)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("deliver: %d %v", status, err)
+		}
+	}
+}
+
+func TestRollupReplayDuplicatedAndShuffledIsExact(t *testing.T) {
+	id := newCounterID(t)
+	createCounter(t, id, 10)
+	events, sum := captureEvents(t, id, 300)
+
+	// The captured events are what the emulator sent: creates, then updates.
+	creates := 0
+	for _, d := range events {
+		e, err := fsevent.Decode(d.Header.Get("Content-Type"), d.Body)
+		if err != nil {
+			t.Fatalf("captured event does not decode: %v", err)
+		}
+		if e.Deleted() || e.Path() == "" {
+			t.Errorf("unexpected event %+v", e)
+		}
+		if e.OldValue == nil {
+			creates++
+		}
+	}
+	if creates < 2 || creates > 10 {
+		t.Errorf("%d create events, want one per shard used (2..10)", creates)
+	}
+
+	replay(t, events, 3)
+	if got := getCounter(t, id, "eventual").Count; got != sum {
+		t.Errorf("after replaying every event 3 times, shuffled: eventual = %d, want %d", got, sum)
+	}
+}
+
+func TestRollupWithOneEventLostIsExact(t *testing.T) {
+	id := newCounterID(t)
+	createCounter(t, id, 10)
+	events, sum := captureEvents(t, id, 200)
+	lost := rand.IntN(len(events))
+	events = append(events[:lost], events[lost+1:]...)
+	replay(t, events, 3)
+	if got := getCounter(t, id, "eventual").Count; got != sum {
+		t.Errorf("with event %d lost: eventual = %d, want %d (a later event heals it)", lost, got, sum)
+	}
+}
+
+func TestReconcileHealsALostLastEvent(t *testing.T) {
+	waitForQuietEvents(t)
+	id := newCounterID(t)
+	createCounter(t, id, 4)
+	sum, last := incrementMany(t, id, 50, 4, 200)
+	if got, _ := waitEventual(t, id, sum, last.Add(2*cadence)); got != sum {
+		t.Fatalf("eventual = %d, want %d", got, sum)
+	}
+
+	// Let the roll-up stop following the counter (one quiet cadence), then
+	// lose the event of one more increment: nothing will roll it up.
+	time.Sleep(2*cadence + 500*time.Millisecond)
+	tapCounter(t, id, func(*eventbridge.Delivery) bool { return false })
+	r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":5}`, id))
+	if r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	time.Sleep(2*cadence + 500*time.Millisecond)
+	if got := getCounter(t, id, "eventual").Count; got != sum {
+		t.Fatalf("eventual = %d, want the stale %d (the event was dropped)", got, sum)
+	}
+
+	var rec struct{ Checked, Corrected int }
+	r = testenv.Do(t, "POST", url("reconcileCounters"), fmt.Sprintf(`{"counter_id":%q}`, id))
+	r.Decode(t, &rec)
+	if r.Status != http.StatusOK || rec.Checked != 1 || rec.Corrected != 1 {
+		t.Fatalf("reconcileCounters: %s", r)
+	}
+	if got := getCounter(t, id, "eventual").Count; got != sum+5 {
+		t.Errorf("after reconcile: eventual = %d, want %d", got, sum+5)
+	}
+	r = testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
+	r.Decode(t, &rec)
+	if r.Status != http.StatusOK || rec.Checked < 1 || rec.Corrected != 0 {
+		t.Errorf("reconcile of every counter after the fix: %s", r)
+	}
+	r = testenv.Do(t, "POST", url("reconcileCounters"), `{"counter_id":"nope-404"}`)
+	if r.Status != http.StatusNotFound {
+		t.Errorf("reconcile of an unknown counter: %s", r)
+	}
+}
+
+func TestRollupFollowsADeletedShard(t *testing.T) {
+	waitForQuietEvents(t)
+	id := newCounterID(t)
+	createCounter(t, id, 2)
+	sum, last := incrementMany(t, id, 40, 4, 200)
+	if got, _ := waitEventual(t, id, sum, last.Add(2*cadence)); got != sum {
+		t.Fatalf("eventual = %d, want %d", got, sum)
+	}
+	fs := testenv.Firestore(t, project)
+	shard := fs.Doc("counters/" + id + "/shards/0")
+	snap, err := shard.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shard.Delete(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := sum - snap.Data()["count"].(int64)
+	// A delete's event carries only old_value and a time cut to the
+	// second, so allow one more second.
+	if got, _ := waitEventual(t, id, want, time.Now().Add(3*cadence)); got != want {
+		t.Errorf("after deleting shard 0: eventual = %d, want %d", got, want)
+	}
+}
