@@ -52,4 +52,6 @@ var Catalog = []Spec{
 	{Name: "getCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet},
 	{Name: "rollupCounter", Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: ShardDocument},
 	{Name: "reconcileCounters", Kind: HTTPTrigger, Access: Private, Method: http.MethodPost},
+	{Name: "recordInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost},
+	{Name: "queryInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet},
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/rollup"
 )
@@ -33,13 +34,14 @@ func FromEnv() *Server { return &Server{getenv: os.Getenv} }
 
 // app is everything a request needs, built once.
 type app struct {
-	cfg      config.Config
-	log      *slog.Logger
-	db       *firestoredb.DB
-	counters *firestoredb.Counters
-	roller   *rollup.Roller
-	http     map[string]http.HandlerFunc
-	events   map[string]func(context.Context, cloudevents.Event) error
+	cfg         config.Config
+	log         *slog.Logger
+	db          *firestoredb.DB
+	counters    *firestoredb.Counters
+	roller      *rollup.Roller
+	instruments *instruments.Store
+	http        map[string]http.HandlerFunc
+	events      map[string]func(context.Context, cloudevents.Event) error
 }
 
 func (s *Server) get() (*app, error) {
@@ -76,12 +78,19 @@ func newApp(ctx context.Context, getenv func(string) string) (*app, error) {
 		counters: firestoredb.NewCounters(db),
 	}
 	a.roller = rollup.New(a.counters, cfg.RollupCadence, log)
+	secret := cfg.PageTokenSecret
+	if secret == "" {
+		secret = "shardcount page tokens of " + db.ProjectID()
+	}
+	a.instruments = instruments.NewStore(db.Client, cfg.InstrumentShards, []byte(secret))
 	edge := &httpapi.Edge{Logger: log, ProjectID: cfg.ProjectID, Origins: cfg.CORSOrigins}
 	handles := map[string]httpapi.Handle{
 		"createCounter":     a.createCounter,
 		"incrementCounter":  a.incrementCounter,
 		"getCounter":        a.getCounter,
 		"reconcileCounters": a.reconcileCounters,
+		"recordInstruments": a.recordInstruments,
+		"queryInstruments":  a.queryInstruments,
 	}
 	a.events = map[string]func(context.Context, cloudevents.Event) error{
 		"rollupCounter": a.rollupCounter,

@@ -49,6 +49,7 @@ cat <<MSG
 Ready. Project $PROJECT_ID, AUTH=$AUTH.
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Functions           $base/<name>   createCounter incrementCounter getCounter reconcileCounters
+                      recordInstruments queryInstruments
   Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)
 
 Try it:
@@ -56,6 +57,8 @@ Try it:
   curl -s -X POST $base/incrementCounter -H 'Content-Type: application/json' -d '{"counter_id":"post-1"}'
   curl -s "$base/getCounter?counter_id=post-1&consistency=strong"
   curl -s "$base/getCounter?counter_id=post-1"     # eventual: the roll-up, caught up within ~1s
+  curl -s -X POST $base/recordInstruments -H 'Content-Type: application/json' -d '{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":34790000},"exchange":"EXCHG1","instrumentType":"commonstock","timestamp":"2019-01-01T13:45:23.010Z"}]}'
+  curl -s "$base/queryInstruments?field=exchange&value=EXCHG1&limit=10"
 
 Ctrl-C stops everything.
 MSG

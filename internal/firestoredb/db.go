@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -63,6 +64,13 @@ func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
 		return nil, fmt.Errorf("firestoredb: open raw client: %w", err)
 	}
 	return &DB{Client: client, raw: raw, database: dbPath(client.Collection("_").Path)}, nil
+}
+
+// ProjectID returns the project the clients work in.
+func (db *DB) ProjectID() string {
+	// database is "projects/P/databases/D".
+	p, _, _ := strings.Cut(strings.TrimPrefix(db.database, "projects/"), "/")
+	return p
 }
 
 // Close releases both clients.

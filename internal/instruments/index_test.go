@@ -1,0 +1,92 @@
+package instruments
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shardcount/shardcount/internal/indexcheck"
+	"github.com/shardcount/shardcount/internal/shardedts"
+	"github.com/shardcount/shardcount/internal/testenv"
+)
+
+// TestIndexesServeEveryQuery builds every query queryInstruments can run,
+// with the code that runs them, and checks that firestore.indexes.json
+// serves each one and holds no index that none uses. The emulator runs
+// queries without indexes, so nothing else would notice a missing one
+// before production rejects the query.
+func TestIndexesServeEveryQuery(t *testing.T) {
+	file, err := indexcheck.Load("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := testenv.Firestore(t, testenv.NewProjectID("index"))
+	used := map[int]bool{}
+	for _, shards := range []int{1, 3, 30, 64, 1000} {
+		s := NewStore(fs, shards, []byte("secret"))
+		for _, field := range QueryFields {
+			// A real token for the second page, to plan a query with a cursor.
+			batch := randomInstruments(2)
+			for i := range batch {
+				batch[i].InstrumentType, batch[i].Exchange, batch[i].Price.Currency = "T", "X", "CUR"
+			}
+			if _, err := s.Record(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+			value := map[string]string{"instrumentType": "T", "exchange": "X", "price.currency": "CUR"}[field]
+			_, token, err := s.Query(context.Background(), field, value, 1, "")
+			if err != nil || token == "" {
+				t.Fatalf("first page: token %q, err %v", token, err)
+			}
+			for _, tok := range []string{"", token} {
+				queries, err := s.Collection().Plan(shardedts.Filter{Field: field, Value: value}, 7, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := (shards + shardedts.MaxIn - 1) / shardedts.MaxIn; len(queries) != want {
+					t.Errorf("%d shards: %d queries, want %d", shards, len(queries), want)
+				}
+				for _, q := range queries {
+					shape, err := indexcheck.ShapeOf(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					i := file.Serving(shape)
+					if i < 0 {
+						t.Errorf("no index in firestore.indexes.json serves %s", shape)
+						continue
+					}
+					used[i] = true
+				}
+			}
+		}
+	}
+	for i, ix := range file.Indexes {
+		if !used[i] {
+			t.Errorf("index %d (%s %v) serves no query of the code", i, ix.CollectionGroup, ix.Fields)
+		}
+	}
+}
+
+// TestShardAndTimestampAreNotSingleFieldIndexed checks the exemptions of
+// seed 003: a monotonically increasing timestamp indexed on its own would
+// cap the collection at ~500 writes/s, whatever the shards.
+func TestShardAndTimestampAreNotSingleFieldIndexed(t *testing.T) {
+	file, err := indexcheck.Load("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{shardedts.TimeField, shardedts.ShardField} {
+		found := false
+		for _, o := range file.FieldOverrides {
+			if o.CollectionGroup == CollectionName && o.FieldPath == field {
+				found = true
+				if len(o.Indexes) != 0 {
+					t.Errorf("%s.%s keeps single-field indexes %v", CollectionName, field, o.Indexes)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no field override disables the single-field indexes of %s.%s", CollectionName, field)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package shardedts
+
+import (
+	"encoding/base64"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestTokenRoundTrip(t *testing.T) {
+	c := &tokenCodec{key: []byte("k")}
+	f := Filter{Field: "exchange", Value: "EXCHG1"}
+	cur := cursor{at: time.Date(2019, 1, 1, 13, 45, 23, 10_000, time.UTC), id: "AbC123"}
+	got, err := c.decode(c.encode(cur, f), f)
+	if err != nil || !got.at.Equal(cur.at) || got.id != cur.id {
+		t.Fatalf("decode(encode(%v)) = %v, %v", cur, got, err)
+	}
+}
+
+func TestTokenRejectsAnyChange(t *testing.T) {
+	c := &tokenCodec{key: []byte("k")}
+	f := Filter{Field: "exchange", Value: "EXCHG1"}
+	tok := c.encode(cursor{at: time.Unix(1546350323, 10), id: "doc"}, f)
+	raw, _ := base64.RawURLEncoding.DecodeString(tok)
+	for i := range raw {
+		for _, bit := range []byte{1, 0x80} {
+			b := slices.Clone(raw)
+			b[i] ^= bit
+			if _, err := c.decode(base64.RawURLEncoding.EncodeToString(b), f); !errors.Is(err, ErrBadToken) {
+				t.Errorf("byte %d ^ %#x accepted", i, bit)
+			}
+		}
+	}
+	for name, tc := range map[string]struct {
+		codec *tokenCodec
+		f     Filter
+		tok   string
+	}{
+		"other value":  {c, Filter{Field: "exchange", Value: "EXCHG2"}, tok},
+		"other field":  {c, Filter{Field: "instrumentType", Value: "EXCHG1"}, tok},
+		"other key":    {&tokenCodec{key: []byte("other")}, f, tok},
+		"empty":        {c, f, ""},
+		"not base64":   {c, f, "!!!"},
+		"short":        {c, f, tok[:10]},
+		"extra byte":   {c, f, tok + "A"},
+		"padded input": {c, f, tok + "=="},
+	} {
+		if _, err := tc.codec.decode(tc.tok, tc.f); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%s: err = %v, want ErrBadToken", name, err)
+		}
+	}
+}
+
+func TestChunks(t *testing.T) {
+	for _, tc := range []struct{ shards, chunks, last int }{{1, 1, 1}, {3, 1, 3}, {30, 1, 30}, {31, 2, 1}, {64, 3, 4}, {1000, 34, 10}} {
+		c := &Collection{shards: shardValues(tc.shards)}
+		chunks := c.Chunks()
+		if len(chunks) != tc.chunks || len(chunks[len(chunks)-1]) != tc.last {
+			t.Errorf("%d shards: %d chunks, last of %d; want %d, %d", tc.shards, len(chunks), len(chunks[len(chunks)-1]), tc.chunks, tc.last)
+		}
+		if got := slices.Concat(chunks...); !slices.Equal(got, c.Shards()) {
+			t.Errorf("%d shards: chunks do not cover the shard values in order", tc.shards)
+		}
+	}
+}
