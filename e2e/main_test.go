@@ -27,6 +27,7 @@ var (
 	base    string // functions-framework base URL
 	project string // this binary's emulator project
 	bridge  *eventbridge.Bridge
+	logs    *testenv.Logs // what the functions log
 
 	tapsMu    sync.Mutex
 	taps      = map[string]func(*eventbridge.Delivery) bool{} // by ce-subject prefix
@@ -39,7 +40,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	logs.Close()
+	os.Exit(code)
 }
 
 func setup() error {
@@ -58,6 +61,9 @@ func setup() error {
 		"ROLLUP_CADENCE":       cadence.String(),
 		"LOG_LEVEL":            cmp.Or(os.Getenv("LOG_LEVEL"), "warn"),
 	})
+	if logs, err = testenv.CaptureStdout(); err != nil {
+		return err
+	}
 	if base, err = testenv.StartFunctions(); err != nil {
 		return err
 	}

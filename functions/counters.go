@@ -140,6 +140,9 @@ func (a *app) incrementCounter(w http.ResponseWriter, r *http.Request, req *http
 	if err := validateKey(key); err != nil {
 		return 0, nil, err
 	}
+	if err := a.allowIncrement(req.User); err != nil {
+		return 0, nil, err
+	}
 	inc, err := a.counters.Increment(r.Context(), id, delta, key)
 	if err != nil {
 		return 0, nil, err
@@ -148,6 +151,19 @@ func (a *app) incrementCounter(w http.ResponseWriter, r *http.Request, req *http
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	return http.StatusOK, IncrementCounterResponse{CounterID: id, Delta: inc.Delta, Shard: inc.Shard}, nil
+}
+
+// allowIncrement applies the per-user rate limit. Without authentication
+// (AUTH=off) there is no user to limit.
+func (a *app) allowIncrement(user string) error {
+	if user == "" {
+		return nil
+	}
+	if ok, wait := a.limiter.Allow(user); !ok {
+		return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: wait,
+			Message: "too many increments from this user; retry after the time in Retry-After"}
+	}
+	return nil
 }
 
 // GetCounterResponse is the body of a 200 from getCounter.

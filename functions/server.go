@@ -10,12 +10,14 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
+	"github.com/shardcount/shardcount/internal/auth"
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/rollup"
 )
 
@@ -40,6 +42,7 @@ type app struct {
 	counters    *firestoredb.Counters
 	roller      *rollup.Roller
 	instruments *instruments.Store
+	limiter     *ratelimit.Limiter
 	http        map[string]http.HandlerFunc
 	events      map[string]func(context.Context, cloudevents.Event) error
 }
@@ -83,7 +86,16 @@ func newApp(ctx context.Context, getenv func(string) string) (*app, error) {
 		secret = "shardcount page tokens of " + db.ProjectID()
 	}
 	a.instruments = instruments.NewStore(db.Client, cfg.InstrumentShards, []byte(secret))
-	edge := &httpapi.Edge{Logger: log, ProjectID: cfg.ProjectID, Origins: cfg.CORSOrigins}
+	a.limiter = ratelimit.New(cfg.IncrementRate, cfg.IncrementBurst)
+	edge := &httpapi.Edge{Logger: log, ProjectID: db.ProjectID(), Origins: cfg.CORSOrigins}
+	if cfg.Auth == config.AuthRequired {
+		v, err := auth.New(ctx, db.ProjectID())
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		edge.Authenticate = v.Authenticate
+	}
 	handles := map[string]httpapi.Handle{
 		"createCounter":     a.createCounter,
 		"incrementCounter":  a.incrementCounter,
@@ -107,7 +119,7 @@ func newApp(ctx context.Context, getenv func(string) string) (*app, error) {
 		if !ok {
 			return nil, fmt.Errorf("functions: no handler for %s", spec.Name)
 		}
-		a.http[spec.Name] = edge.Handler(httpapi.Endpoint{Name: spec.Name, Method: spec.Method, Handle: h})
+		a.http[spec.Name] = edge.Handler(httpapi.Endpoint{Name: spec.Name, Method: spec.Method, Public: spec.Access == Public, Handle: h})
 	}
 	return a, nil
 }

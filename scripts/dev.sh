@@ -8,6 +8,7 @@
 #   FUNCTIONS_PORT  functions port          (default 8081)
 #   TRIGGER_PORT    where the emulator delivers trigger events (default 8082)
 #   AUTH            off | required          (default off here; required when deployed)
+#   AUTH_PORT       Auth emulator port, with AUTH=required (default 9099)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ FIRESTORE_PORT=${FIRESTORE_PORT:-8080}
 FUNCTIONS_PORT=${FUNCTIONS_PORT:-8081}
 TRIGGER_PORT=${TRIGGER_PORT:-8082}
 export AUTH=${AUTH:-off}
+AUTH_PORT=${AUTH_PORT:-9099}
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
 command -v curl >/dev/null 2>&1 || sc_die "curl is not installed (sudo apt-get install -y curl)."
@@ -37,6 +39,13 @@ go build -o "$tmp/devserver" ./cmd/devserver
 echo "starting the Firestore emulator on 127.0.0.1:$FIRESTORE_PORT…"
 sc_start_firestore "$FIRESTORE_PORT" "$tmp/firestore.log" \
   --project_id="$PROJECT_ID" --rules=firestore.rules --functions_emulator="127.0.0.1:$TRIGGER_PORT"
+
+if [ "$AUTH" = required ]; then
+  echo "starting the Auth emulator on 127.0.0.1:$AUTH_PORT…"
+  mkdir -p "$tmp/auth"
+  sc_start_auth "$AUTH_PORT" "$tmp/auth"
+  export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT
+fi
 
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
@@ -62,4 +71,13 @@ Try it:
 
 Ctrl-C stops everything.
 MSG
+if [ "$AUTH" = required ]; then
+  cat <<MSG
+AUTH=required: the Auth emulator runs on 127.0.0.1:$AUTH_PORT. Sign a user up and keep the token:
+  token=\$(curl -s -X POST 'http://127.0.0.1:$AUTH_PORT/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any' \\
+    -H 'Content-Type: application/json' -d '{"email":"me@example.com","password":"secret1","returnSecureToken":true}' \\
+    | sed -n 's/.*"idToken": *"\([^"]*\)".*/\1/p')
+then add  -H "Authorization: Bearer \$token"  to the curl commands above.
+MSG
+fi
 wait "$SC_PID_functions"

@@ -67,7 +67,8 @@ sc_stop_all() {
   SC_PIDS=()
 }
 
-# sc_wait_http URL SECONDS PID LOG waits until URL answers any HTTP status.
+# sc_wait_http URL SECONDS PID LOG waits until URL answers any HTTP status;
+# it fails early if PID exits, showing the end of LOG.
 sc_wait_http() {
   local url=$1 secs=$2 pid=$3 log=$4
   local deadline=$((SECONDS + secs))
@@ -91,4 +92,36 @@ sc_start_firestore() {
   sc_port_free "$port" || sc_die "port $port is in use (set FIRESTORE_PORT)"
   sc_start firestore "$log" "$launcher" start --host=127.0.0.1 --port="$port" "$@"
   sc_wait_http "http://127.0.0.1:$port/" 60 "$SC_PID_firestore" "$log"
+}
+
+# sc_firebase_cli prints the project's Firebase CLI, installing it from
+# package-lock.json (npm ci) when it is missing.
+sc_firebase_cli() {
+  local cli=node_modules/.bin/firebase
+  if [ ! -x "$cli" ]; then
+    command -v npm >/dev/null 2>&1 || sc_die "npm is not installed; the Auth emulator comes with the Firebase CLI (npm).
+  Debian/Ubuntu: sudo apt-get install -y nodejs npm"
+    echo "installing the Firebase CLI (npm ci, once)…" >&2
+    npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2 || sc_die "npm ci failed"
+  fi
+  echo "$cli"
+}
+
+# sc_start_auth PORT DIR starts the Firebase Auth emulator (Node, no Java)
+# with its own config in DIR, on PORT and two ports next to it.
+sc_start_auth() {
+  local port=$1 dir=$2 cli
+  cli=$(sc_firebase_cli) || exit 1
+  cli=$(cd "$(dirname "$cli")" && pwd)/firebase
+  sc_port_free "$port" || sc_die "port $port is in use (set AUTH_PORT)"
+  cat >"$dir/firebase.json" <<JSON
+{"emulators": {"auth": {"host": "127.0.0.1", "port": $port},
+               "hub": {"host": "127.0.0.1", "port": $((port + 1))},
+               "logging": {"host": "127.0.0.1", "port": $((port + 2))},
+               "ui": {"enabled": false}}}
+JSON
+  # It writes firebase-debug.log into its working directory: run it in DIR.
+  sc_start auth "$dir/auth.log" bash -c 'cd "$1" && shift && exec "$@"' _ "$dir" \
+    "$cli" emulators:start --only auth --project "${PROJECT_ID:-demo-shardcount}" --config "$dir/firebase.json"
+  sc_wait_http "http://127.0.0.1:$port/" 90 "$SC_PID_auth" "$dir/auth.log"
 }

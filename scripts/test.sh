@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: gofmt check, go vet, and go test -race against a private
-# Firestore emulator on free ports, stopped even when a test fails.
+# Firestore emulator and Auth emulator on free ports, stopped even when a test
+# fails. The Auth emulator comes with the Firebase CLI, installed once from
+# package-lock.json (npm ci).
 # Extra arguments go to `go test` (default ./...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,13 @@ export FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs_port
 # Where the emulator delivers trigger events; the roll-up tests listen here.
 export SHARDCOUNT_TRIGGER_ADDR=$trigger_addr
 echo "emulator on $FIRESTORE_EMULATOR_HOST, triggers to $trigger_addr"
+
+echo "== Auth emulator"
+auth_port=$(sc_free_port)
+mkdir -p "$tmp/auth"
+sc_start_auth "$auth_port" "$tmp/auth"
+export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$auth_port
+echo "Auth emulator on $FIREBASE_AUTH_EMULATOR_HOST"
 
 echo "== go test -race"
 args=("$@")

@@ -66,6 +66,9 @@ type Handle func(w http.ResponseWriter, r *http.Request, req *Request) (int, any
 type Endpoint struct {
 	Name   string
 	Method string // GET or POST; OPTIONS is answered for CORS
+	// Public endpoints authenticate their callers (Edge.Authenticate);
+	// private ones are protected by IAM where they are deployed.
+	Public bool
 	Handle Handle
 }
 
@@ -79,7 +82,7 @@ type Edge struct {
 	ProjectID string // for trace ids in logs
 	// Origins are the CORS origins allowed; "*" allows any.
 	Origins []string
-	// Authenticate is nil when authentication is off.
+	// Authenticate is nil when authentication is off (AUTH=off).
 	Authenticate Authenticator
 }
 
@@ -150,7 +153,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		w.Header().Set("Allow", ep.Method+", OPTIONS")
 		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s", ep.Name, ep.Method, r.Method))
 	}
-	if e.Authenticate != nil {
+	if e.Authenticate != nil && ep.Public {
 		uid, err := e.Authenticate(r.Context(), r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
@@ -203,11 +206,14 @@ func WriteError(w http.ResponseWriter, err error) (int, error) {
 		}
 	}
 	status := Status(err)
-	b, _ := json.Marshal(body) // cannot fail: two strings
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(body) // cannot fail: two strings
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(buf.Bytes())
 	return status, err
 }
 

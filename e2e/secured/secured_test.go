@@ -1,0 +1,203 @@
+// Package secured runs the functions as deployed (AUTH=required) against the
+// Firestore and Auth emulators: Firebase ID tokens, CORS origins and the
+// per-user increment limit.
+package secured
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/shardcount/shardcount" // registers the functions
+
+	"github.com/shardcount/shardcount/functions"
+	"github.com/shardcount/shardcount/internal/testenv"
+)
+
+const origin = "https://app.example.com"
+
+var (
+	base    string
+	project string
+	logs    *testenv.Logs
+)
+
+func TestMain(m *testing.M) {
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "secured:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	logs.Close()
+	os.Exit(code)
+}
+
+func setup() error {
+	if _, err := testenv.EmulatorHost(); err != nil {
+		return err
+	}
+	if _, err := testenv.AuthEmulatorHost(); err != nil {
+		return err
+	}
+	project = testenv.NewProjectID("sec")
+	testenv.Setenv(map[string]string{
+		"GOOGLE_CLOUD_PROJECT":     project,
+		"AUTH":                     "required",
+		"CORS_ORIGINS":             origin + ", http://localhost:5173",
+		"INCREMENT_RATE_PER_USER":  "1",
+		"INCREMENT_BURST_PER_USER": "3",
+		"LOG_LEVEL":                "info",
+	})
+	var err error
+	if logs, err = testenv.CaptureStdout(); err != nil {
+		return err
+	}
+	base, err = testenv.StartFunctions()
+	return err
+}
+
+func url(fn string) string { return base + "/" + fn }
+
+// user creates a user in the Auth emulator and returns an Authorization
+// header value for it.
+func user(t *testing.T, uid string) string {
+	testenv.CreateUser(t, project, uid)
+	return "Bearer " + testenv.ValidIDToken(project, uid)
+}
+
+func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
+	bearer := user(t, "alice")
+	id := fmt.Sprintf("sec-%d", time.Now().UnixNano())
+	calls := []struct{ fn, method, query, body string }{
+		{"createCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id)},
+		{"incrementCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id)},
+		{"getCounter", "GET", "?consistency=strong&counter_id=" + id, ""},
+		{"recordInstruments", "POST", "", `{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`},
+		{"queryInstruments", "GET", "?field=exchange&value=E", ""},
+	}
+	public := 0
+	for _, spec := range functions.Catalog {
+		if spec.Kind == functions.HTTPTrigger && spec.Access == functions.Public {
+			public++
+		}
+	}
+	if public != len(calls) {
+		t.Fatalf("the catalog has %d public HTTP functions, this test calls %d", public, len(calls))
+	}
+	now := time.Now()
+	testenv.CreateUser(t, project, "bob")
+	bad := map[string]string{
+		"no header":      "",
+		"not bearer":     "Basic YWxpY2U6c2VjcmV0",
+		"empty bearer":   "Bearer ",
+		"malformed":      "Bearer not.a.jwt",
+		"expired":        "Bearer " + testenv.IDToken(project, "bob", now.Add(-2*time.Hour), now.Add(-time.Hour)),
+		"issued later":   "Bearer " + testenv.IDToken(project, "bob", now.Add(time.Hour), now.Add(2*time.Hour)),
+		"wrong project":  "Bearer " + testenv.ValidIDToken("demo-other-project", "bob"),
+		"unknown user":   "Bearer " + testenv.ValidIDToken(project, "nobody"),
+		"empty subject":  "Bearer " + testenv.ValidIDToken(project, ""),
+		"two parts only": "Bearer a.b",
+	}
+	for _, c := range calls {
+		for name, header := range bad {
+			var h []string
+			if header != "" {
+				h = []string{"Authorization", header}
+			}
+			r := testenv.Do(t, c.method, url(c.fn)+c.query, c.body, h...)
+			if r.Status != http.StatusUnauthorized || r.ErrorCode() != "UNAUTHENTICATED" || r.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s with %s: %s", c.fn, name, r)
+			}
+		}
+		r := testenv.Do(t, c.method, url(c.fn)+c.query, c.body, "Authorization", bearer)
+		if r.Status >= 300 {
+			t.Errorf("%s with a valid token: %s", c.fn, r)
+		}
+	}
+	// The expired token is told apart, so apps know to refresh it.
+	r := testenv.Do(t, "GET", url("getCounter")+"?counter_id="+id, "", "Authorization", bad["expired"])
+	if !strings.Contains(string(r.Body), "expired") {
+		t.Errorf("expired token: %s", r)
+	}
+
+	// Each request's log line names the user.
+	lines := logs.Find(map[string]any{"message": "request", "function": "incrementCounter", "user": "alice", "status": float64(200)})
+	if len(lines) != 1 {
+		t.Errorf("%d log lines for alice's increment, want 1", len(lines))
+	}
+}
+
+func TestPrivateFunctionsDoNotTakeFirebaseTokens(t *testing.T) {
+	// reconcileCounters is invoked by Cloud Scheduler with IAM, not by apps.
+	r := testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
+	if r.Status != http.StatusOK {
+		t.Errorf("reconcileCounters without a token: %s", r)
+	}
+}
+
+func TestIncrementsAreLimitedPerUser(t *testing.T) {
+	carol, dave := user(t, "carol"), user(t, "dave")
+	id := fmt.Sprintf("limit-%d", time.Now().UnixNano())
+	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", carol); r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+	body := fmt.Sprintf(`{"counter_id":%q}`, id)
+	for i := range 3 { // the burst
+		if r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", carol); r.Status != http.StatusOK {
+			t.Fatalf("increment %d of the burst: %s", i, r)
+		}
+	}
+	r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", carol)
+	if r.Status != http.StatusTooManyRequests || r.ErrorCode() != "RESOURCE_EXHAUSTED" {
+		t.Fatalf("4th increment: %s", r)
+	}
+	if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
+		t.Errorf("Retry-After = %q", r.Header.Get("Retry-After"))
+	}
+	if r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", dave); r.Status != http.StatusOK {
+		t.Errorf("another user is limited too: %s", r)
+	}
+	var got struct{ Count int64 }
+	testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "", "Authorization", dave).Decode(t, &got)
+	if got.Count != 4 {
+		t.Errorf("count = %d, want 4 (the refused increment wrote nothing)", got.Count)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter", "recordInstruments", "queryInstruments"} {
+		r := testenv.Do(t, "OPTIONS", url(fn), "",
+			"Origin", origin, "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization, content-type, idempotency-key")
+		if r.Status != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != origin {
+			t.Errorf("%s preflight from %s: %s %v", fn, origin, r, r.Header)
+		}
+		for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+			if !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), h) {
+				t.Errorf("%s: Access-Control-Allow-Headers %q lacks %s", fn, r.Header.Get("Access-Control-Allow-Headers"), h)
+			}
+		}
+		if !strings.Contains(r.Header.Get("Access-Control-Allow-Methods"), "OPTIONS") {
+			t.Errorf("%s: Access-Control-Allow-Methods = %q", fn, r.Header.Get("Access-Control-Allow-Methods"))
+		}
+
+		r = testenv.Do(t, "OPTIONS", url(fn), "", "Origin", "https://evil.example.com", "Access-Control-Request-Method", "POST")
+		if r.Status != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s preflight from another origin: %s", fn, r)
+		}
+	}
+	// A simple request from another origin gets no CORS header, so the
+	// browser hides the answer.
+	r := testenv.Do(t, "GET", url("getCounter")+"?counter_id=x", "", "Origin", "https://evil.example.com")
+	if r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("Access-Control-Allow-Origin sent to another origin")
+	}
+	r = testenv.Do(t, "GET", url("getCounter")+"?counter_id=x", "", "Origin", "http://localhost:5173")
+	if r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+		t.Errorf("second allowed origin: %v", r.Header)
+	}
+}
