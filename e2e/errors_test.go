@@ -122,7 +122,7 @@ func TestPreflight(t *testing.T) {
 
 func TestAuthOffIsLoggedAsAWarning(t *testing.T) {
 	testenv.Do(t, "GET", url("getCounter")+"?counter_id=any", "") // the functions start on a first request
-	for _, line := range logs.Find(map[string]any{"severity": "WARNING"}) {
+	for _, line := range logs.Await(map[string]any{"severity": "WARNING"}) {
 		if msg, _ := line["message"].(string); strings.HasPrefix(msg, "AUTH=off") {
 			return
 		}

@@ -125,7 +125,7 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 	}
 
 	// Each request's log line names the user.
-	lines := logs.Find(map[string]any{"message": "request", "function": "incrementCounter", "user": "alice", "status": float64(200)})
+	lines := logs.Await(map[string]any{"message": "request", "function": "incrementCounter", "user": "alice", "status": float64(200)})
 	if len(lines) != 1 {
 		t.Errorf("%d log lines for alice's increment, want 1", len(lines))
 	}
@@ -199,5 +199,33 @@ func TestCORS(t *testing.T) {
 	r = testenv.Do(t, "GET", url("getCounter")+"?counter_id=x", "", "Origin", "http://localhost:5173")
 	if r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
 		t.Errorf("second allowed origin: %v", r.Header)
+	}
+}
+
+func TestRequestLogLine(t *testing.T) {
+	bearer := user(t, "erin")
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	r := testenv.Do(t, "GET", url("getCounter")+"?counter_id=log-line-404", "",
+		"Authorization", bearer, "traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+	if r.Status != http.StatusNotFound {
+		t.Fatal(r)
+	}
+	lines := logs.Await(map[string]any{
+		"message":                      "request",
+		"function":                     "getCounter",
+		"status":                       float64(404),
+		"counter_id":                   "log-line-404",
+		"user":                         "erin",
+		"severity":                     "INFO",
+		"logging.googleapis.com/trace": "projects/" + project + "/traces/" + trace,
+	})
+	if len(lines) != 1 {
+		t.Fatalf("%d matching log lines, want 1", len(lines))
+	}
+	if _, ok := lines[0]["latency_ms"].(float64); !ok {
+		t.Errorf("no latency_ms in %v", lines[0])
+	}
+	if req, _ := lines[0]["httpRequest"].(map[string]any); req["status"] != float64(404) || req["requestMethod"] != "GET" {
+		t.Errorf("httpRequest = %v", lines[0]["httpRequest"])
 	}
 }

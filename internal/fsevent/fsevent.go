@@ -134,6 +134,28 @@ func decodeJSON(b []byte) (*Event, error) {
 	return e, nil
 }
 
+// Encode is the inverse of Decode for protobuf: the event data Eventarc
+// sends for a write from old to value (either may be nil). Tools and tests
+// use it to send events the way production does.
+func Encode(value, old *pb.Document) ([]byte, error) {
+	var b []byte
+	for _, f := range []struct {
+		num protowire.Number
+		doc *pb.Document
+	}{{1, value}, {2, old}} {
+		if f.doc == nil {
+			continue
+		}
+		m, err := proto.Marshal(f.doc)
+		if err != nil {
+			return nil, fmt.Errorf("fsevent: %w", err)
+		}
+		b = protowire.AppendTag(b, f.num, protowire.BytesType)
+		b = protowire.AppendBytes(b, m)
+	}
+	return b, nil
+}
+
 // Name returns the full resource name of the document written,
 // "projects/P/databases/D/documents/…".
 func (e *Event) Name() string {

@@ -22,20 +22,13 @@ func shardDoc(count int64, updated time.Time) *pb.Document {
 	}
 }
 
-// eventData encodes a DocumentEventData the way Eventarc does.
+// eventData encodes a DocumentEventData the way Eventarc does, with an
+// update mask and a field from a future version.
 func eventData(t *testing.T, value, old *pb.Document, mask []string) []byte {
 	t.Helper()
-	var b []byte
-	for num, doc := range map[protowire.Number]*pb.Document{1: value, 2: old} {
-		if doc == nil {
-			continue
-		}
-		m, err := proto.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, m)
+	b, err := Encode(value, old)
+	if err != nil {
+		t.Fatal(err)
 	}
 	m, _ := proto.Marshal(&pb.DocumentMask{FieldPaths: mask})
 	b = protowire.AppendTag(b, 3, protowire.BytesType)

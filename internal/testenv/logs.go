@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 )
 
 // Logs collects the JSON log lines the functions write to stdout, while
@@ -52,6 +53,19 @@ func (l *Logs) Close() {
 	os.Stdout = l.real
 	l.w.Close()
 	<-l.done
+}
+
+// Await is Find, retried for up to two seconds until some line matches:
+// a request's line is written after its response, and reaches Logs through
+// a pipe.
+func (l *Logs) Await(match map[string]any) []map[string]any {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if lines := l.Find(match); len(lines) > 0 || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Find returns the logged lines whose fields include every key and value of

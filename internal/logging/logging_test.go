@@ -1,0 +1,67 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestCloudLoggingKeys(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(&buf, slog.LevelDebug)
+	for _, tc := range []struct {
+		level    slog.Level
+		severity string
+	}{{slog.LevelDebug, "DEBUG"}, {slog.LevelInfo, "INFO"}, {slog.LevelWarn, "WARNING"}, {slog.LevelError, "ERROR"}} {
+		buf.Reset()
+		log.Log(nil, tc.level, "hello", "counter_id", "c1")
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line["severity"] != tc.severity || line["message"] != "hello" || line["counter_id"] != "c1" || line["time"] == nil {
+			t.Errorf("%v: %s", tc.level, buf.String())
+		}
+		if _, ok := line["level"]; ok {
+			t.Errorf("slog's own level key is still there: %s", buf.String())
+		}
+	}
+}
+
+func TestTraceAttrs(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, value string
+		trace, span         string
+		sampled             bool
+	}{
+		{"traceparent", "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+			"projects/p/traces/4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", true},
+		{"traceparent unsampled", "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+			"projects/p/traces/4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", false},
+		{"cloud trace", "X-Cloud-Trace-Context", "105445aa7843bc8bf206b12000100000/1;o=1",
+			"projects/p/traces/105445aa7843bc8bf206b12000100000", "0000000000000001", true},
+		{"bad traceparent", "traceparent", "00-xyz-00f067aa0ba902b7-01", "", "", false},
+		{"zero trace id", "traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "", "", false},
+		{"no header", "", "", "", "", false},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if tc.header != "" {
+			r.Header.Set(tc.header, tc.value)
+		}
+		got := map[string]any{}
+		for _, a := range TraceAttrs(r, "p") {
+			got[a.Key] = a.Value.Any()
+		}
+		if tc.trace == "" {
+			if len(got) != 0 {
+				t.Errorf("%s: %v, want no trace", tc.name, got)
+			}
+			continue
+		}
+		if got[TraceKey] != tc.trace || got[SpanKey] != tc.span || got[SampledKey] != tc.sampled {
+			t.Errorf("%s: %v", tc.name, got)
+		}
+	}
+}

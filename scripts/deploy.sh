@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Deploys every function as a 2nd-gen Cloud Function, then the Firestore
+# rules and indexes, and schedules reconcileCounters.
+#
+#   scripts/deploy.sh --project my-project [--region us-central1] [--only NAME]
+#                     [--trigger-location nam5] [--dry-run] [--force]
+#
+# Project and region also come from PROJECT_ID (or GOOGLE_CLOUD_PROJECT) and
+# REGION; the Firestore location from FIRESTORE_LOCATION. The functions get
+# AUTH (default required), CORS_ORIGINS, ROLLUP_CADENCE, INSTRUMENT_SHARDS,
+# INCREMENT_RATE_PER_USER, INCREMENT_BURST_PER_USER, PAGE_TOKEN_SECRET and
+# LOG_LEVEL from this environment, validated before anything is deployed.
+# --dry-run prints every command instead of running it. The plan itself is
+# generated from the function catalog by cmd/deployplan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "deploy: $*" >&2; exit 1; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+project=${PROJECT_ID:-${GOOGLE_CLOUD_PROJECT:-}}
+region=${REGION:-us-central1}
+trigger_location=${FIRESTORE_LOCATION:-}
+only= dry_run= force=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --project) project=${2:?--project needs a value}; shift 2 ;;
+    --project=*) project=${1#*=}; shift ;;
+    --region) region=${2:?--region needs a value}; shift 2 ;;
+    --region=*) region=${1#*=}; shift ;;
+    --only) only=${2:?--only needs a function name}; shift 2 ;;
+    --only=*) only=${1#*=}; shift ;;
+    --trigger-location) trigger_location=${2:?--trigger-location needs a value}; shift 2 ;;
+    --trigger-location=*) trigger_location=${1#*=}; shift ;;
+    --dry-run) dry_run=1; shift ;;
+    --force) force=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "deploy: unknown argument $1" >&2; usage 2 ;;
+  esac
+done
+[ -n "$project" ] || die "no project: pass --project or set PROJECT_ID"
+command -v go >/dev/null 2>&1 || die "Go is needed to generate the deploy plan (https://go.dev/dl/)"
+
+if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
+  if [ -n "$dry_run" ]; then
+    echo "deploy: warning: uncommitted changes; a real deploy would refuse without --force" >&2
+  elif [ -z "$force" ]; then
+    die "uncommitted changes: commit them first (what is deployed should be a commit), or pass --force"
+  fi
+fi
+
+# Rules and indexes go through the Firebase CLI when there is one.
+firebase=${FIREBASE_CLI-}
+if [ -z "${FIREBASE_CLI+set}" ]; then
+  if [ -x node_modules/.bin/firebase ]; then firebase=node_modules/.bin/firebase
+  elif command -v firebase >/dev/null 2>&1; then firebase=firebase
+  fi
+fi
+
+plan=$(go run ./cmd/deployplan -project "$project" -region "$region" -only "$only" \
+  -trigger-location "$trigger_location" -firebase "$firebase")
+
+if [ -n "$dry_run" ]; then
+  printf '%s\n' "$plan"
+  exit 0
+fi
+command -v gcloud >/dev/null 2>&1 || die "gcloud is not installed (https://cloud.google.com/sdk/docs/install)"
+bash -c "$plan"
+echo "deployed to $project ($region)"
