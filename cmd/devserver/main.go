@@ -17,6 +17,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -31,7 +32,15 @@ func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on")
 	port := flag.String("port", envOr("FUNCTIONS_PORT", "8081"), "port of the functions")
 	triggerPort := flag.String("trigger-port", os.Getenv("TRIGGER_PORT"), "port receiving the Firestore emulator's trigger events (empty: none)")
+	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address, for profiling under load (empty: off)")
 	flag.Parse()
+
+	if *pprofAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { log.Fatal(http.ListenAndServe(*pprofAddr, mux)) }()
+	}
 
 	if *triggerPort != "" {
 		if err := serveTriggers(*host, *port, *triggerPort); err != nil {

@@ -1,0 +1,204 @@
+// Command loadgen load-tests the counters and instruments, locally or
+// deployed, and checks that the totals stay exact.
+//
+//	loadgen [flags] hot|spread|mixed|lag|instruments
+//	loadgen [flags] suite      # the tables of bench/README.md (scripts/bench.sh)
+//
+// Scenarios:
+//
+//	hot          increments on one counter
+//	spread       increments over -counters counters
+//	mixed        increments and eventual reads (-read-ratio) on one counter
+//	lag          increments at -rate while sampling the roll-up's age
+//	instruments  recordInstruments and queryInstruments (-read-ratio queries)
+//
+// With -mode raw, the same increments go straight to the Firestore emulator
+// (FIRESTORE_EMULATOR_HOST, project -project) with the Go client, the way the
+// seeds' distributed counter does: the baseline the functions are compared
+// with. It prints live progress, then throughput, latency percentiles,
+// errors by status, the exactness check and the roll-up lag; -json writes
+// the same as JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/shardcount/internal/load"
+)
+
+type flags struct {
+	url, mode, project, token, jsonOut string
+	concurrency, shards, counters      int
+	duration, lagTimeout               time.Duration
+	requests                           int64
+	rate, readRatio                    float64
+	quiet                              bool
+	// suite
+	out, rollupURL, rawProject string
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.url, "url", envOr("LOADGEN_URL", "http://127.0.0.1:8081"), "base URL of the functions (local or https://REGION-PROJECT.cloudfunctions.net)")
+	flag.StringVar(&f.mode, "mode", "functions", "functions: through the HTTP functions; raw: straight to the Firestore emulator")
+	flag.StringVar(&f.project, "project", envOr("GOOGLE_CLOUD_PROJECT", "demo-shardcount"), "emulator project of -mode raw")
+	flag.StringVar(&f.token, "token", os.Getenv("FIREBASE_ID_TOKEN"), "Firebase ID token for AUTH=required (or FIREBASE_ID_TOKEN)")
+	flag.IntVar(&f.concurrency, "c", 16, "concurrent requests")
+	flag.DurationVar(&f.duration, "d", 10*time.Second, "how long to run")
+	flag.Int64Var(&f.requests, "n", 0, "stop after this many requests instead (0: use -d)")
+	flag.Float64Var(&f.rate, "rate", 0, "at most this many requests per second (0: as fast as possible)")
+	flag.IntVar(&f.shards, "shards", 10, "shards of each counter created")
+	flag.IntVar(&f.counters, "counters", 100, "counters of the spread scenario")
+	flag.Float64Var(&f.readRatio, "read-ratio", 0.2, "share of reads (mixed) or queries (instruments)")
+	flag.DurationVar(&f.lagTimeout, "lag-timeout", 30*time.Second, "how long to wait for the roll-up to catch up")
+	flag.StringVar(&f.jsonOut, "json", "", "also write the results to this JSON file")
+	flag.BoolVar(&f.quiet, "quiet", false, "no live progress")
+	flag.StringVar(&f.out, "out", "bench", "suite: directory of results.json, increments.svg and README.md")
+	flag.StringVar(&f.rollupURL, "rollup-url", "", "suite: functions whose project has the roll-up trigger (default -url)")
+	flag.StringVar(&f.rawProject, "raw-project", "", "suite: emulator project of the raw baseline (default -project + \"-raw\")")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|instruments|suite")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, f, flag.Arg(0)); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, f flags, scenario string) error {
+	opts := load.Options{Concurrency: f.concurrency, Duration: f.duration, Requests: f.requests, Rate: f.rate}
+	if !f.quiet {
+		opts.Progress = os.Stderr
+		st, _ := os.Stderr.Stat()
+		opts.Terminal = st.Mode()&os.ModeCharDevice != 0
+	}
+	if scenario == "suite" {
+		return suite(ctx, f, opts)
+	}
+	fns := load.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, f.concurrency)
+	var counters load.Counters = fns
+	if f.mode == "raw" {
+		raw, err := rawClient(ctx, f.project)
+		if err != nil {
+			return err
+		}
+		counters = raw
+	} else if f.mode != "functions" {
+		return fmt.Errorf("-mode must be functions or raw")
+	}
+	rollup := f.mode == "functions"
+
+	var result any
+	var err error
+	switch scenario {
+	case "hot", "spread", "mixed":
+		spec := load.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
+		if scenario == "spread" {
+			spec.Counters = f.counters
+		}
+		if scenario == "mixed" {
+			spec.ReadRatio = f.readRatio
+		}
+		var r load.Report
+		r, err = load.Increments(ctx, counters, f.mode, opts, spec)
+		printReport(os.Stdout, r)
+		result = r
+	case "lag":
+		var r load.LagReport
+		r, err = load.RollupLag(ctx, fns, opts, f.shards, f.lagTimeout)
+		printReport(os.Stdout, r.Report)
+		fmt.Printf("roll-up age during the run: p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples)\n", r.LagP50MS, r.LagP99MS, r.LagMaxMS, r.Samples)
+		result = r
+	case "instruments":
+		r := load.InstrumentsMix(ctx, fns, opts, f.readRatio)
+		printReport(os.Stdout, r)
+		result = r
+	default:
+		return fmt.Errorf("unknown scenario %q", scenario)
+	}
+	if err != nil {
+		return err
+	}
+	if f.jsonOut != "" {
+		if err := writeJSON(f.jsonOut, result); err != nil {
+			return err
+		}
+	}
+	if r, ok := result.(load.Report); ok && r.Check != nil && !r.Check.Exact {
+		return errors.New("the totals are NOT exact")
+	}
+	return nil
+}
+
+func printReport(w io.Writer, r load.Report) {
+	fmt.Fprintf(w, "%s (%s): %d requests in %.1f s, %d ok, %.0f ok/s, concurrency %d\n",
+		r.Scenario, r.Mode, r.Requests, r.Seconds, r.OK, r.Throughput, r.Concurrency)
+	fmt.Fprintf(w, "latency: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", r.P50, r.P95, r.P99)
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, "errors by status: %v\n", r.Errors)
+	}
+	if c := r.Check; c != nil {
+		verdict := "EXACT"
+		if !c.Exact {
+			verdict = "NOT EXACT"
+		}
+		fmt.Fprintf(w, "check: acknowledged %d, strong read %d: %s\n", c.Acknowledged, c.Strong, verdict)
+		if c.RollupLagMS != nil {
+			if *c.RollupLagMS < 0 {
+				fmt.Fprintln(w, "roll-up: did not catch up within -lag-timeout")
+			} else {
+				fmt.Fprintf(w, "roll-up: caught up %.0f ms after the last increment\n", *c.RollupLagMS)
+			}
+		}
+	}
+}
+
+func rawClient(ctx context.Context, project string) (*load.Raw, error) {
+	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+		return nil, errors.New("-mode raw needs FIRESTORE_EMULATOR_HOST (it measures the emulator itself)")
+	}
+	c, err := firestore.NewClient(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	return load.NewRaw(c), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/load"
+)
+
+// The markers around the results in bench/README.md.
+const (
+	beginResults = "<!-- results:begin (written by loadgen suite) -->"
+	endResults   = "<!-- results:end -->"
+)
+
+// suite measures the tables of bench/README.md in one run, so every ratio
+// compares numbers taken minutes apart on the same machine: functions and
+// raw runs alternate for each shard count and concurrency.
+func suite(ctx context.Context, f flags, opts load.Options) error {
+	rawProject := f.rawProject
+	if rawProject == "" {
+		rawProject = f.project + "-raw"
+	}
+	raw, err := rawClient(ctx, rawProject)
+	if err != nil {
+		return err
+	}
+	writes := load.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, 64)
+	rollupURL := f.rollupURL
+	if rollupURL == "" {
+		rollupURL = f.url
+	}
+	rolled := load.NewFunctions(strings.TrimSuffix(rollupURL, "/"), f.token, 64)
+
+	s := load.Suite{
+		Command:    "scripts/bench.sh" + suiteArgs(f),
+		Machine:    machine(),
+		RunSeconds: f.duration.Seconds(),
+		Rounds:     3,
+	}
+	step := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "== "+format+"\n", args...) }
+
+	// Warm up: the emulator's JVM compiles its hot paths during the first
+	// seconds of load, which would penalise whichever run comes first.
+	step("warm-up, not recorded")
+	for _, target := range []load.Counters{writes, raw} {
+		o := opts
+		o.Concurrency, o.Duration = 32, 5*time.Second
+		if _, err := load.Increments(ctx, target, "warm-up", o, load.IncrementSpec{Name: "warmup", Counters: 10, Shards: 10}); err != nil {
+			return err
+		}
+	}
+
+	// Increments: functions and raw alternate, three rounds each; the run
+	// with the median throughput of each mode is kept.
+	rounds := s.Rounds
+	for _, shards := range []int{1, 10, 100} {
+		for _, c := range []int{16, 64} {
+			runs := map[string][]load.Report{}
+			for round := range rounds {
+				for _, mode := range []string{"functions", "raw"} {
+					step("increments: %d shard(s), concurrency %d, %s, round %d/%d, %s", shards, c, mode, round+1, rounds, f.duration)
+					var target load.Counters = writes
+					if mode == "raw" {
+						target = raw
+					}
+					o := opts
+					o.Concurrency = c
+					r, err := load.Increments(ctx, target, mode, o, load.IncrementSpec{Name: "hot", Counters: 1, Shards: shards})
+					if err != nil {
+						return err
+					}
+					printReport(os.Stderr, r)
+					runs[mode] = append(runs[mode], r)
+				}
+			}
+			for _, mode := range []string{"functions", "raw"} {
+				s.Increments = append(s.Increments, median(runs[mode]))
+			}
+		}
+	}
+
+	// Strong reads: stream vs SUM vs roll-up, all on the same counter, in
+	// the functions' project.
+	same, err := rawClient(ctx, f.project)
+	if err != nil {
+		return err
+	}
+	for _, n := range []int{10, 100, 1000} {
+		step("strong reads of %d shards", n)
+		methods := []load.ReadMethod{
+			{Name: "stream every shard (raw)", BilledReads: func(n int) int { return n }, Read: same.Strong},
+			{Name: "SUM aggregation (raw)", BilledReads: perThousand, Read: same.Sum},
+			{Name: "getCounter strong (SUM)", BilledReads: perThousand, Read: writes.Strong},
+			{Name: "getCounter eventual (roll-up)", BilledReads: func(int) int { return 1 }, Read: func(ctx context.Context, id string) (int64, error) {
+				v, _, err := writes.Eventual(ctx, id)
+				return v, err
+			}},
+		}
+		// The counter is created through the functions and its shards
+		// filled directly.
+		rl, err := load.Reads(ctx, same.Fill, writes.CreateCounter, n, 30, methods)
+		if err != nil {
+			return err
+		}
+		for _, r := range rl[:3] { // the eventual read has no roll-up in this project
+			if r.Value != int64(n) {
+				return fmt.Errorf("%s read %d of %d shards holding 1 each", r.Method, r.Value, n)
+			}
+		}
+		s.Reads = append(s.Reads, rl...)
+	}
+
+	// Roll-up lag under load.
+	step("roll-up lag: 10 shards, concurrency 64, 1,000 increments/s for %s", 2*f.duration)
+	o := opts
+	o.Concurrency, o.Rate, o.Duration = 64, 1000, 2*f.duration
+	lag, err := load.RollupLag(ctx, rolled, o, 10, f.lagTimeout)
+	if err != nil {
+		return err
+	}
+	printReport(os.Stderr, lag.Report)
+	s.Lag = &lag
+
+	// Instruments queries by shard count, each in a project of its own.
+	for _, shards := range []int{1, 3, 64} {
+		step("instruments: 2,000 documents, %d shard value(s)", shards)
+		c, err := firestore.NewClient(ctx, fmt.Sprintf("%s-i%d", f.project, shards))
+		if err != nil {
+			return err
+		}
+		q, err := load.QueryLatency(ctx, instruments.NewStore(c, shards, []byte("bench")), shards, 2000, 30)
+		c.Close()
+		if err != nil {
+			return err
+		}
+		s.Queries = append(s.Queries, q)
+	}
+
+	return writeSuite(f.out, &s)
+}
+
+func perThousand(n int) int { return (n + 999) / 1000 }
+
+// median returns the run of median throughput; a run that was not exact
+// wins instead, so the table never hides one.
+func median(runs []load.Report) load.Report {
+	for _, r := range runs {
+		if r.Check != nil && !r.Check.Exact {
+			return r
+		}
+	}
+	slices.SortFunc(runs, func(a, b load.Report) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	return runs[len(runs)/2]
+}
+
+func suiteArgs(f flags) string {
+	if f.duration == 5*time.Second {
+		return ""
+	}
+	return " -d " + f.duration.String()
+}
+
+// writeSuite writes results.json and increments.svg into dir and replaces
+// the results section of dir/README.md.
+func writeSuite(dir string, s *load.Suite) error {
+	if err := writeJSON(filepath.Join(dir, "results.json"), s); err != nil {
+		return err
+	}
+	var svg bytes.Buffer
+	s.SVG(&svg)
+	if err := os.WriteFile(filepath.Join(dir, "increments.svg"), svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	s.Markdown(&md)
+	fmt.Print(md.String())
+
+	readme := filepath.Join(dir, "README.md")
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	text := string(b)
+	i, j := strings.Index(text, beginResults), strings.Index(text, endResults)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s … %s section", readme, beginResults, endResults)
+	}
+	text = text[:i+len(beginResults)] + "\n" + md.String() + "\n" + text[j:]
+	return os.WriteFile(readme, []byte(text), 0o644)
+}

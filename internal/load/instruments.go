@@ -1,0 +1,74 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/instruments"
+)
+
+var (
+	exchanges = []string{"EXCHG1", "EXCHG2", "EXCHG3", "EXCHG4"}
+	kinds     = []string{"commonstock", "etf", "bond", "fx"}
+	money     = []string{"USD", "JPY", "EUR"}
+)
+
+func pick(vals []string) string { return vals[rand.IntN(len(vals))] }
+
+// randomInstrument is a price update of seed 003's shape, timestamped now.
+func randomInstrument() instruments.Instrument {
+	return instruments.Instrument{
+		Symbol:         fmt.Sprintf("SYM%d", rand.IntN(500)),
+		Price:          instruments.Price{Currency: pick(money), Micros: rand.Int64N(1e12)},
+		Exchange:       pick(exchanges),
+		InstrumentType: pick(kinds),
+		Timestamp:      time.Now().UTC().Truncate(time.Microsecond),
+	}
+}
+
+// InstrumentsMix records single instruments and queries pages through the
+// functions, queryShare of the operations being queries.
+func InstrumentsMix(ctx context.Context, f *Functions, o Options, queryShare float64) Report {
+	stats := Run(ctx, o, func(ctx context.Context, worker int) Outcome {
+		if rand.Float64() < queryShare {
+			return f.QueryInstruments(ctx, "exchange", pick(exchanges), 20)
+		}
+		in := randomInstrument()
+		return f.Instrument(ctx, map[string]any{
+			"symbol": in.Symbol, "exchange": in.Exchange, "instrumentType": in.InstrumentType,
+			"price":     map[string]any{"currency": in.Price.Currency, "micros": in.Price.Micros},
+			"timestamp": in.Timestamp.Format(time.RFC3339Nano),
+		})
+	})
+	return Report{Scenario: "instruments", Mode: "functions", Concurrency: o.Concurrency, Stats: stats}
+}
+
+// QueryLatency stores docs instruments in store (in batches of 500), then
+// times reps first-page queries of 20 by exchange.
+func QueryLatency(ctx context.Context, store *instruments.Store, shards, docs, reps int) (ReadLatency, error) {
+	for left := docs; left > 0; left -= instruments.MaxBatch {
+		batch := make([]instruments.Instrument, min(left, instruments.MaxBatch))
+		for i := range batch {
+			batch[i] = randomInstrument()
+		}
+		if _, err := store.Record(ctx, batch); err != nil {
+			return ReadLatency{}, err
+		}
+	}
+	var lat []time.Duration
+	for i := range reps + 2 {
+		t0 := time.Now()
+		if _, _, err := store.Query(ctx, "exchange", pick(exchanges), 20, ""); err != nil {
+			return ReadLatency{}, err
+		}
+		if i >= 2 {
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	slices.Sort(lat)
+	return ReadLatency{Method: "queryInstruments", Shards: shards, Reads: reps,
+		P50MS: ms(percentile(lat, 50)), P99MS: ms(percentile(lat, 99))}, nil
+}

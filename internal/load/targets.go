@@ -1,0 +1,224 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+)
+
+// Counters is what a scenario needs of the system under test. Functions
+// goes through the HTTP functions; Raw goes straight to Firestore with the
+// Go client, the way the distributed-counter pages of the seeds do it, as a
+// baseline.
+type Counters interface {
+	CreateCounter(ctx context.Context, id string, shards int) error
+	// Increment adds 1 to one random shard.
+	Increment(ctx context.Context, id string) Outcome
+	// Strong returns the exact value now.
+	Strong(ctx context.Context, id string) (int64, error)
+	// Eventual returns the roll-up and the time it is exact at.
+	Eventual(ctx context.Context, id string) (int64, time.Time, error)
+}
+
+// StatusError is an HTTP error answer of a function.
+type StatusError struct {
+	Status int
+	Msg    string
+}
+
+func (e *StatusError) Error() string { return e.Msg }
+
+// Functions calls the deployed or local HTTP functions at Base.
+type Functions struct {
+	Base  string
+	Token string // a Firebase ID token when AUTH=required
+	HTTP  *http.Client
+}
+
+// NewFunctions returns a client keeping enough idle connections for
+// concurrency requests at once.
+func NewFunctions(base, token string, concurrency int) *Functions {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = concurrency
+	tr.MaxIdleConns = concurrency
+	return &Functions{Base: base, Token: token, HTTP: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+func (f *Functions) do(ctx context.Context, method, fn, query string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, f.Base+"/"+fn+query, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if f.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.Token)
+	}
+	resp, err := f.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, &StatusError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s %s", fn, resp.Status, bytes.TrimSpace(b))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s: %w", fn, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func (f *Functions) CreateCounter(ctx context.Context, id string, shards int) error {
+	_, err := f.do(ctx, "POST", "createCounter", "", map[string]any{"counter_id": id, "num_shards": shards}, nil)
+	return err
+}
+
+func (f *Functions) Increment(ctx context.Context, id string) Outcome {
+	status, err := f.do(ctx, "POST", "incrementCounter", "", map[string]any{"counter_id": id}, nil)
+	return Outcome{Status: status, OK: err == nil}
+}
+
+type reading struct {
+	Count int64  `json:"count"`
+	AsOf  string `json:"as_of"`
+}
+
+func (f *Functions) read(ctx context.Context, id, consistency string) (int64, time.Time, error) {
+	var r reading
+	if _, err := f.do(ctx, "GET", "getCounter", "?consistency="+consistency+"&counter_id="+url.QueryEscape(id), nil, &r); err != nil {
+		return 0, time.Time{}, err
+	}
+	at, err := time.Parse(time.RFC3339Nano, r.AsOf)
+	return r.Count, at, err
+}
+
+func (f *Functions) Strong(ctx context.Context, id string) (int64, error) {
+	n, _, err := f.read(ctx, id, "strong")
+	return n, err
+}
+
+func (f *Functions) Eventual(ctx context.Context, id string) (int64, time.Time, error) {
+	return f.read(ctx, id, "eventual")
+}
+
+// Instrument sends a one-instrument batch to recordInstruments.
+func (f *Functions) Instrument(ctx context.Context, in map[string]any) Outcome {
+	status, err := f.do(ctx, "POST", "recordInstruments", "", map[string]any{"instruments": []any{in}}, nil)
+	return Outcome{Status: status, OK: err == nil}
+}
+
+// QueryInstruments asks queryInstruments for a page.
+func (f *Functions) QueryInstruments(ctx context.Context, field, value string, limit int) Outcome {
+	q := "?field=" + url.QueryEscape(field) + "&value=" + url.QueryEscape(value) + "&limit=" + strconv.Itoa(limit)
+	status, err := f.do(ctx, "GET", "queryInstruments", q, nil, nil)
+	return Outcome{Status: status, OK: err == nil}
+}
+
+// Raw works on Firestore directly with the Go client, as the seeds'
+// distributed counter does: a counter document with num_shards, an
+// Increment on a random shard, and a read that streams every shard.
+type Raw struct {
+	Client *firestore.Client
+
+	shards map[string]int
+}
+
+// NewRaw returns the raw baseline on client.
+func NewRaw(client *firestore.Client) *Raw { return &Raw{Client: client, shards: map[string]int{}} }
+
+func (r *Raw) CreateCounter(ctx context.Context, id string, shards int) error {
+	r.shards[id] = shards
+	_, err := r.Client.Doc("counters/"+id).Set(ctx, map[string]any{"num_shards": shards, "count": 0})
+	return err
+}
+
+func (r *Raw) Increment(ctx context.Context, id string) Outcome {
+	shard := strconv.Itoa(rand.IntN(r.shards[id]))
+	_, err := r.Client.Doc("counters/"+id+"/shards/"+shard).Set(ctx,
+		map[string]any{"count": firestore.Increment(1)}, firestore.MergeAll)
+	if err != nil {
+		return Outcome{Status: 0}
+	}
+	return Outcome{Status: 200, OK: true}
+}
+
+// Strong streams every shard and adds them up: one billed read per shard.
+func (r *Raw) Strong(ctx context.Context, id string) (int64, error) {
+	it := r.Client.Collection("counters/" + id + "/shards").Documents(ctx)
+	defer it.Stop()
+	var total int64
+	for {
+		doc, err := it.Next()
+		if err == iterator.Done {
+			return total, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		n, _ := doc.Data()["count"].(int64)
+		total += n
+	}
+}
+
+// Sum adds the shards up with a SUM aggregation: one billed read per 1,000.
+func (r *Raw) Sum(ctx context.Context, id string) (int64, error) {
+	res, err := r.Client.Collection("counters/"+id+"/shards").NewAggregationQuery().WithSum("count", "total").Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Total int64 `firestore:"total"`
+	}
+	if err := res.DataTo(&out); err != nil {
+		return 0, err
+	}
+	return out.Total, nil
+}
+
+// Eventual reads the counter document, which the raw baseline never rolls
+// up itself.
+func (r *Raw) Eventual(ctx context.Context, id string) (int64, time.Time, error) {
+	snap, err := r.Client.Doc("counters/" + id).Get(ctx)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, _ := snap.Data()["count"].(int64)
+	return n, snap.UpdateTime, nil
+}
+
+// Fill sets every shard of counter id to 1, so reads touch all of them.
+func (r *Raw) Fill(ctx context.Context, id string, shards int) error {
+	bw := r.Client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, shards)
+	for i := range shards {
+		job, err := bw.Set(r.Client.Doc("counters/"+id+"/shards/"+strconv.Itoa(i)), map[string]any{"count": 1})
+		if err != nil {
+			return err
+		}
+		jobs[i] = job
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
