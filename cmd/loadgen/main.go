@@ -3,6 +3,7 @@
 //
 //	loadgen [flags] hot|spread|mixed|lag|instruments
 //	loadgen [flags] suite      # the tables of bench/README.md (scripts/bench.sh)
+//	loadgen -out bench render  # rewrite them from bench/results.json, measuring nothing
 //
 // Scenarios:
 //
@@ -92,8 +93,11 @@ func run(ctx context.Context, f flags, scenario string) error {
 		st, _ := os.Stderr.Stat()
 		opts.Terminal = st.Mode()&os.ModeCharDevice != 0
 	}
-	if scenario == "suite" {
+	switch scenario {
+	case "suite":
 		return suite(ctx, f, opts)
+	case "render":
+		return render(f.out)
 	}
 	fns := load.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, f.concurrency)
 	var counters load.Counters = fns

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,4 +199,17 @@ func writeSuite(dir string, s *load.Suite) error {
 	}
 	text = text[:i+len(beginResults)] + "\n" + md.String() + "\n" + text[j:]
 	return os.WriteFile(readme, []byte(text), 0o644)
+}
+
+// render rewrites the chart and the README tables from dir/results.json.
+func render(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var s load.Suite
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	return writeSuite(dir, &s)
 }

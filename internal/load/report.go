@@ -153,7 +153,7 @@ func (s *Suite) SVG(w io.Writer) {
 	top = niceCeil(top)
 	const (
 		width, height       = 720, 380
-		left, right, bottom = 70, 20, 60
+		left, right, bottom = 80, 20, 60
 		topPad              = 40
 	)
 	plotW, plotH := float64(width-left-right), float64(height-topPad-bottom)
@@ -185,10 +185,12 @@ func (s *Suite) SVG(w io.Writer) {
 			gx+groupW*0.4, height-bottom+18, n, plural(n))
 	}
 	for si, se := range all {
-		x := left + si*160
-		fmt.Fprintf(w, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s, concurrency %d</text>`+"\n",
+		x := left + si*155
+		fmt.Fprintf(w, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s, c=%d</text>`+"\n",
 			x, height-22, se.color, x+16, height-12, se.mode, se.c)
 	}
+	fmt.Fprintf(w, `<text x="16" y="%.1f" transform="rotate(-90 16 %.1f)" text-anchor="middle">increments/s</text>`+"\n",
+		float64(topPad)+plotH/2, float64(topPad)+plotH/2)
 	fmt.Fprintln(w, "</svg>")
 }
 
