@@ -17,8 +17,12 @@ echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 [ -z "$unformatted" ] || { echo "gofmt would change:"; echo "$unformatted"; exit 1; }
 
-echo "== go vet"
+echo "== go vet, go mod tidy"
 go vet ./...
+go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== Firestore emulator"
 fs_port=$(sc_free_port)

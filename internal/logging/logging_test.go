@@ -2,6 +2,7 @@ package logging
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
@@ -16,7 +17,7 @@ func TestCloudLoggingKeys(t *testing.T) {
 		severity string
 	}{{slog.LevelDebug, "DEBUG"}, {slog.LevelInfo, "INFO"}, {slog.LevelWarn, "WARNING"}, {slog.LevelError, "ERROR"}} {
 		buf.Reset()
-		log.Log(nil, tc.level, "hello", "counter_id", "c1")
+		log.Log(context.Background(), tc.level, "hello", "counter_id", "c1")
 		var line map[string]any
 		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 			t.Fatal(err)
