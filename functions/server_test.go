@@ -23,7 +23,9 @@ func TestMisconfigurationAnswers503(t *testing.T) {
 		case HTTPTrigger:
 			rec := httptest.NewRecorder()
 			s.HTTP(spec.Name)(rec, httptest.NewRequest(spec.Method, "/", strings.NewReader("{}")))
-			var body struct{ Error struct{ Code, Message string } }
+			var body struct {
+				Error struct{ Code, Message string }
+			}
 			json.Unmarshal(rec.Body.Bytes(), &body)
 			if rec.Code != http.StatusServiceUnavailable || body.Error.Code != "UNAVAILABLE" || !strings.Contains(body.Error.Message, "logs") {
 				t.Errorf("%s: %d %s", spec.Name, rec.Code, rec.Body)
