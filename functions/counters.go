@@ -2,6 +2,7 @@ package functions
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
@@ -177,22 +178,15 @@ type GetCounterResponse struct {
 }
 
 // getCounterQuery validates getCounter's query string.
-func getCounterQuery(q map[string][]string) (id, consistency string, err error) {
-	for name, vals := range q {
-		switch name {
-		case "counter_id", "consistency":
-			if len(vals) != 1 {
-				return "", "", errs.Invalid(name, "must be given once")
-			}
-		default:
-			return "", "", errs.Invalid(name, "is not a known parameter")
-		}
+func getCounterQuery(q url.Values) (id, consistency string, err error) {
+	if err := httpapi.CheckQuery(q, "counter_id", "consistency"); err != nil {
+		return "", "", err
 	}
-	id = first(q["counter_id"])
+	id = q.Get("counter_id")
 	if err := counter.ValidateID(id); err != nil {
 		return "", "", err
 	}
-	switch consistency = first(q["consistency"]); consistency {
+	switch consistency = q.Get("consistency"); consistency {
 	case "":
 		consistency = "eventual"
 	case "strong", "eventual":
@@ -231,11 +225,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func first(vals []string) string {
-	if len(vals) == 0 {
-		return ""
-	}
-	return vals[0]
 }

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -60,24 +61,17 @@ type QueryInstrumentsResponse struct {
 }
 
 // instrumentsQuery validates queryInstruments' query string.
-func instrumentsQuery(q map[string][]string) (field, value string, limit int, token string, err error) {
-	for name, vals := range q {
-		switch name {
-		case "field", "value", "limit", "page_token":
-			if len(vals) != 1 {
-				return "", "", 0, "", errs.Invalid(name, "must be given once")
-			}
-		default:
-			return "", "", 0, "", errs.Invalid(name, "is not a known parameter")
-		}
+func instrumentsQuery(q url.Values) (field, value string, limit int, token string, err error) {
+	if err := httpapi.CheckQuery(q, "field", "value", "limit", "page_token"); err != nil {
+		return "", "", 0, "", err
 	}
 	limit = instruments.DefaultLimit
-	if s := first(q["limit"]); s != "" {
+	if s := q.Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil {
 			return "", "", 0, "", errs.Invalid("limit", "must be an integer")
 		}
 	}
-	field, value, token = first(q["field"]), first(q["value"]), first(q["page_token"])
+	field, value, token = q.Get("field"), q.Get("value"), q.Get("page_token")
 	if err := instruments.ValidateQuery(field, value, limit); err != nil {
 		return "", "", 0, "", err
 	}

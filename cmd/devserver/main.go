@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,7 +31,7 @@ import (
 
 func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on")
-	port := flag.String("port", envOr("FUNCTIONS_PORT", "8081"), "port of the functions")
+	port := flag.String("port", cmp.Or(os.Getenv("FUNCTIONS_PORT"), "8081"), "port of the functions")
 	triggerPort := flag.String("trigger-port", os.Getenv("TRIGGER_PORT"), "port receiving the Firestore emulator's trigger events (empty: none)")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address, for profiling under load (empty: off)")
 	flag.Parse()
@@ -77,11 +78,4 @@ func serveTriggers(host, port, triggerPort string) error {
 		log.Printf("devserver: %s receives %s on %s", spec.Name, spec.EventType, spec.Document)
 	}
 	return nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

@@ -22,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,9 +53,9 @@ type flags struct {
 
 func main() {
 	var f flags
-	flag.StringVar(&f.url, "url", envOr("LOADGEN_URL", "http://127.0.0.1:8081"), "base URL of the functions (local or https://REGION-PROJECT.cloudfunctions.net)")
+	flag.StringVar(&f.url, "url", cmp.Or(os.Getenv("LOADGEN_URL"), "http://127.0.0.1:8081"), "base URL of the functions (local or https://REGION-PROJECT.cloudfunctions.net)")
 	flag.StringVar(&f.mode, "mode", "functions", "functions: through the HTTP functions; raw: straight to the Firestore emulator")
-	flag.StringVar(&f.project, "project", envOr("GOOGLE_CLOUD_PROJECT", "demo-shardcount"), "emulator project of -mode raw")
+	flag.StringVar(&f.project, "project", cmp.Or(os.Getenv("GOOGLE_CLOUD_PROJECT"), "demo-shardcount"), "emulator project of -mode raw")
 	flag.StringVar(&f.token, "token", os.Getenv("FIREBASE_ID_TOKEN"), "Firebase ID token for AUTH=required (or FIREBASE_ID_TOKEN)")
 	flag.IntVar(&f.concurrency, "c", 16, "concurrent requests")
 	flag.DurationVar(&f.duration, "d", 10*time.Second, "how long to run")
@@ -194,13 +195,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func machine() string {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -114,6 +116,20 @@ func checkDepth(body []byte, max int) error {
 			}
 		case c == '}' || c == ']':
 			depth--
+		}
+	}
+	return nil
+}
+
+// CheckQuery rejects query parameters that are not in known or that are
+// given more than once, naming the parameter.
+func CheckQuery(q url.Values, known ...string) error {
+	for name, vals := range q {
+		if !slices.Contains(known, name) {
+			return errs.Invalid(name, "is not a known parameter")
+		}
+		if len(vals) != 1 {
+			return errs.Invalid(name, "must be given once")
 		}
 	}
 	return nil
