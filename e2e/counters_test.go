@@ -69,51 +69,15 @@ func TestConcurrentIncrementsAreExact(t *testing.T) {
 	id := newCounterID(t)
 	createCounter(t, id, shards)
 
-	var (
-		mu       sync.Mutex
-		accepted int64
-		used     = map[int]int{}
-		failures []string
-		wg       sync.WaitGroup
-		next     = make(chan int64)
-	)
-	for range workers {
-		wg.Go(func() {
-			for delta := range next {
-				r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta))
-				mu.Lock()
-				if r.Status == http.StatusOK {
-					var inc incrementResp
-					r.Decode(t, &inc)
-					accepted += inc.Delta
-					used[inc.Shard]++
-				} else {
-					failures = append(failures, r.String())
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for range increments {
-		delta := rand.Int64N(21) - 5 // -5..15
-		if delta == 0 {
-			delta = 1
-		}
-		next <- delta
-	}
-	close(next)
-	wg.Wait()
-
-	if len(failures) > 0 {
-		t.Fatalf("%d increments failed, first: %s", len(failures), failures[0])
-	}
-	for s := range used {
+	inc := incrementMany(t, id, increments, workers, 0)
+	accepted := inc.sum
+	for s := range inc.shards {
 		if s < 0 || s >= shards {
 			t.Errorf("shard %d used, outside [0, %d)", s, shards)
 		}
 	}
-	if len(used) < 2 {
-		t.Errorf("all increments landed on %d shard(s): the shard is not random", len(used))
+	if len(inc.shards) < 2 {
+		t.Errorf("all increments landed on %d shard(s): the shard is not random", len(inc.shards))
 	}
 	got := getCounter(t, id, "strong")
 	if got.Count != accepted {

@@ -18,15 +18,21 @@ import (
 // cadence is ROLLUP_CADENCE of the functions under test.
 const cadence = time.Second
 
-// incrementMany sends n increments of random deltas from workers
-// goroutines, at most rate per second, and returns the sum of the accepted
-// deltas and when the last one was acknowledged.
-func incrementMany(t *testing.T, id string, n, workers, rate int) (int64, time.Time) {
+// burst is what incrementMany observed.
+type burst struct {
+	sum    int64       // of the acknowledged deltas
+	last   time.Time   // when the last one was acknowledged
+	shards map[int]int // increments per shard used
+}
+
+// incrementMany sends n increments of random deltas (-5..15, never 0) from
+// workers goroutines, at most rate per second (0: as fast as they go), and
+// fails the test if any is refused.
+func incrementMany(t *testing.T, id string, n, workers, rate int) burst {
 	t.Helper()
 	var (
 		mu       sync.Mutex
-		sum      int64
-		last     time.Time
+		got      = burst{shards: map[int]int{}}
 		failures []string
 		wg       sync.WaitGroup
 		jobs     = make(chan int64)
@@ -37,8 +43,11 @@ func incrementMany(t *testing.T, id string, n, workers, rate int) (int64, time.T
 				r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta))
 				mu.Lock()
 				if r.Status == http.StatusOK {
-					sum += delta
-					last = time.Now()
+					var inc incrementResp
+					r.Decode(t, &inc)
+					got.sum += inc.Delta
+					got.shards[inc.Shard]++
+					got.last = time.Now()
 				} else {
 					failures = append(failures, r.String())
 				}
@@ -46,18 +55,41 @@ func incrementMany(t *testing.T, id string, n, workers, rate int) (int64, time.T
 			}
 		})
 	}
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	for range n {
-		<-tick.C
-		jobs <- rand.Int64N(9) + 1
+	var tick <-chan time.Time
+	if rate > 0 {
+		ticker := time.NewTicker(time.Second / time.Duration(rate))
+		defer ticker.Stop()
+		tick = ticker.C
 	}
-	tick.Stop()
+	for range n {
+		if tick != nil {
+			<-tick
+		}
+		delta := rand.Int64N(20) - 5
+		if delta >= 0 {
+			delta++ // -5..-1, 1..15
+		}
+		jobs <- delta
+	}
 	close(jobs)
 	wg.Wait()
 	if len(failures) > 0 {
 		t.Fatalf("%d increments failed, first: %s", len(failures), failures[0])
 	}
-	return sum, last
+	return got
+}
+
+// settledCounter creates a counter, increments it n times and waits for the
+// roll-up to catch up; it returns the id and the total.
+func settledCounter(t *testing.T, shards, n int) (string, int64) {
+	t.Helper()
+	id := newCounterID(t)
+	createCounter(t, id, shards)
+	inc := incrementMany(t, id, n, 4, 200)
+	if got, _ := waitEventual(t, id, inc.sum, inc.last.Add(2*cadence)); got != inc.sum {
+		t.Fatalf("eventual = %d, want %d", got, inc.sum)
+	}
+	return id, inc.sum
 }
 
 // waitEventual polls the eventual read until it equals want or the deadline
@@ -108,7 +140,8 @@ func TestRollupConvergesAndKeepsItsCadence(t *testing.T) {
 	tapCounter(t, id, func(*eventbridge.Delivery) bool { delivered.Add(1); return true })
 
 	start := time.Now()
-	sum, last := incrementMany(t, id, 3000, 32, 1000)
+	inc := incrementMany(t, id, 3000, 32, 1000)
+	sum, last := inc.sum, inc.last
 	t.Logf("3000 increments in %s", last.Sub(start).Round(time.Millisecond))
 
 	got, at := waitEventual(t, id, sum, last.Add(2*cadence))
@@ -170,7 +203,7 @@ func captureEvents(t *testing.T, id string, n int) ([]*eventbridge.Delivery, int
 		events = append(events, d)
 		return false
 	})
-	sum, _ := incrementMany(t, id, n, 8, 500)
+	sum := incrementMany(t, id, n, 8, 500).sum
 	deadline := time.Now().Add(time.Minute)
 	for {
 		mu.Lock()
@@ -252,12 +285,7 @@ func TestRollupWithOneEventLostIsExact(t *testing.T) {
 
 func TestReconcileHealsALostLastEvent(t *testing.T) {
 	waitForQuietEvents(t)
-	id := newCounterID(t)
-	createCounter(t, id, 4)
-	sum, last := incrementMany(t, id, 50, 4, 200)
-	if got, _ := waitEventual(t, id, sum, last.Add(2*cadence)); got != sum {
-		t.Fatalf("eventual = %d, want %d", got, sum)
-	}
+	id, sum := settledCounter(t, 4, 50)
 
 	// Let the roll-up stop following the counter (one quiet cadence), then
 	// lose the event of one more increment: nothing will roll it up.
@@ -294,12 +322,7 @@ func TestReconcileHealsALostLastEvent(t *testing.T) {
 
 func TestRollupFollowsADeletedShard(t *testing.T) {
 	waitForQuietEvents(t)
-	id := newCounterID(t)
-	createCounter(t, id, 2)
-	sum, last := incrementMany(t, id, 40, 4, 200)
-	if got, _ := waitEventual(t, id, sum, last.Add(2*cadence)); got != sum {
-		t.Fatalf("eventual = %d, want %d", got, sum)
-	}
+	id, sum := settledCounter(t, 2, 40)
 	fs := testenv.Firestore(t, project)
 	shard := fs.Doc("counters/" + id + "/shards/0")
 	snap, err := shard.Get(context.Background())
