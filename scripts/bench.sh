@@ -13,10 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-tmp=$(mktemp -d)
-cleanup() { sc_stop_all; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+sc_workdir
 
 go build -o "$tmp/devserver" ./cmd/devserver
 go build -o "$tmp/loadgen" ./cmd/loadgen
@@ -30,14 +27,12 @@ writes_port=$(sc_free_port)
 rollup_port=$(sc_free_port)
 # Functions as deployed, minus authentication (no token to mint here).
 common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST")
-env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes \
-  setsid "$tmp/devserver" -port "$writes_port" >"$tmp/writes.log" 2>&1 &
-SC_PIDS+=("$!")
-env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup \
-  setsid "$tmp/devserver" -port "$rollup_port" -trigger-port "$trigger_port" >"$tmp/rollup.log" 2>&1 &
-SC_PIDS+=("$!")
-sc_wait_http "http://127.0.0.1:$writes_port/" 30 "${SC_PIDS[-2]}" "$tmp/writes.log"
-sc_wait_http "http://127.0.0.1:$rollup_port/" 30 "${SC_PIDS[-1]}" "$tmp/rollup.log"
+sc_start writes "$tmp/writes.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes \
+  "$tmp/devserver" -port "$writes_port"
+sc_start rollup "$tmp/rollup.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup \
+  "$tmp/devserver" -port "$rollup_port" -trigger-port "$trigger_port"
+sc_wait_http "http://127.0.0.1:$writes_port/" 30 "$SC_PID_writes" "$tmp/writes.log"
+sc_wait_http "http://127.0.0.1:$rollup_port/" 30 "$SC_PID_rollup" "$tmp/rollup.log"
 
 "$tmp/loadgen" -url "http://127.0.0.1:$writes_port" -rollup-url "http://127.0.0.1:$rollup_port" \
   -project demo-bench-writes -raw-project demo-bench-raw -d 5s -quiet -out bench "$@" suite

@@ -6,6 +6,14 @@ SC_PIDS=()
 
 sc_die() { echo "error: $*" >&2; exit 1; }
 
+# sc_workdir sets $tmp to a fresh directory and arranges for every process
+# started with sc_start, and the directory, to go when the script exits.
+sc_workdir() {
+  tmp=$(mktemp -d)
+  trap 'sc_stop_all; rm -rf "$tmp"' EXIT
+  trap 'exit 130' INT TERM
+}
+
 # sc_emulator_launcher prints the Firestore emulator's launcher script, or
 # explains what to install and fails.
 sc_emulator_launcher() {

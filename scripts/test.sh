@@ -8,10 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-tmp=$(mktemp -d)
-cleanup() { sc_stop_all; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+sc_workdir
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
