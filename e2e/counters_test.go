@@ -14,7 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/shardcount/internal/counter"
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
 type createResp struct {
@@ -26,6 +26,7 @@ type incrementResp struct {
 	CounterID string `json:"counter_id"`
 	Delta     int64  `json:"delta"`
 	Shard     int    `json:"shard"`
+	Replayed  bool   `json:"replayed"`
 }
 
 type getResp struct {
@@ -142,15 +143,22 @@ func TestIdempotencyKeyCountsOnce(t *testing.T) {
 	}
 	wg.Wait()
 	replayed := 0
+	var first incrementResp
+	responses[0].Decode(t, &first)
 	for _, r := range responses {
 		if r.Status != http.StatusOK {
 			t.Fatalf("response %s", r)
 		}
-		if string(r.Body) != string(responses[0].Body) {
-			t.Errorf("bodies differ: %s vs %s", r.Body, responses[0].Body)
+		var got incrementResp
+		r.Decode(t, &got)
+		if got.Delta != first.Delta || got.Shard != first.Shard || got.CounterID != first.CounterID {
+			t.Errorf("answers differ: %s vs %s", r.Body, responses[0].Body)
 		}
 		if r.Header.Get("Idempotent-Replayed") == "true" {
 			replayed++
+			if !got.Replayed {
+				t.Errorf("a replay without \"replayed\": true in its body: %s", r.Body)
+			}
 		}
 	}
 	if replayed != 4 {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
 // TestBadRequestsChangeNothing sends every kind of bad request and checks
@@ -31,11 +31,17 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 	}{
 		{"create: wrong method", "GET", "createCounter", "", "", nil, 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"create: exists", "POST", "createCounter", "", fmt.Sprintf(`{"counter_id":%q}`, id), nil, 409, "ALREADY_EXISTS", id},
-		{"create: empty body", "POST", "createCounter", "", "", nil, 400, "INVALID_ARGUMENT", "body"},
+		{"create: empty body", "POST", "createCounter", "", "", []string{"Content-Type", "application/json"}, 400, "INVALID_ARGUMENT", "body"},
+		{"create: no content type", "POST", "createCounter", "", "", nil, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
+		{"create: form body", "POST", "createCounter", "", "counter_id=x", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
+		{"create: text body", "POST", "createCounter", "", `{"counter_id":"x0"}`, []string{"Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
+		{"create: null body", "POST", "createCounter", "", `null`, nil, 400, "INVALID_ARGUMENT", "null"},
+		{"create: duplicate key", "POST", "createCounter", "", `{"counter_id":"x8","counter_id":"x9"}`, nil, 400, "INVALID_ARGUMENT", "counter_id is given more than once"},
+		{"create: field name case", "POST", "createCounter", "", `{"Counter_ID":"x10"}`, nil, 400, "INVALID_ARGUMENT", "Counter_ID is not a known field"},
 		{"create: not JSON", "POST", "createCounter", "", `{"counter_id":`, nil, 400, "INVALID_ARGUMENT", "JSON"},
 		{"create: array", "POST", "createCounter", "", `[1]`, nil, 400, "INVALID_ARGUMENT", "object"},
 		{"create: unknown field", "POST", "createCounter", "", `{"counter_id":"x1","shards":3}`, nil, 400, "INVALID_ARGUMENT", "shards"},
-		{"create: trailing data", "POST", "createCounter", "", `{"counter_id":"x2"} {}`, nil, 400, "INVALID_ARGUMENT", "single"},
+		{"create: trailing data", "POST", "createCounter", "", `{"counter_id":"x2"} {}`, nil, 400, "INVALID_ARGUMENT", "JSON"},
 		{"create: id wrong type", "POST", "createCounter", "", `{"counter_id":12}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
 		{"create: id too long", "POST", "createCounter", "", fmt.Sprintf(`{"counter_id":%q}`, strings.Repeat("a", 129)), nil, 400, "INVALID_ARGUMENT", "counter_id"},
 		{"create: id with slash", "POST", "createCounter", "", `{"counter_id":"a/b"}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
@@ -46,8 +52,9 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"create: 1001 shards", "POST", "createCounter", "", `{"counter_id":"x4","num_shards":1001}`, nil, 400, "INVALID_ARGUMENT", "num_shards"},
 		{"create: fractional shards", "POST", "createCounter", "", `{"counter_id":"x5","num_shards":2.5}`, nil, 400, "INVALID_ARGUMENT", "num_shards"},
 		{"create: negative followers", "POST", "createCounter", "", `{"counter_id":"x6","followers_count":-1}`, nil, 400, "INVALID_ARGUMENT", "followers_count"},
+		{"create: followers beyond int64", "POST", "createCounter", "", `{"counter_id":"x11","followers_count":9223372036854775808}`, nil, 400, "INVALID_ARGUMENT", "followers_count"},
 		{"create: bad post_type", "POST", "createCounter", "", `{"counter_id":"x7","post_type":"private"}`, nil, 400, "INVALID_ARGUMENT", "post_type"},
-		{"create: too deep", "POST", "createCounter", "", strings.Repeat("[", 40) + strings.Repeat("]", 40), nil, 400, "INVALID_ARGUMENT", "nested"},
+		{"create: too deep", "POST", "createCounter", "", `{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, nil, 400, "INVALID_ARGUMENT", "nested"},
 		{"create: over 64 KiB", "POST", "createCounter", "", `{"counter_id":"` + strings.Repeat("a", 70_000) + `"}`, nil, 413, "PAYLOAD_TOO_LARGE", "bytes"},
 
 		{"increment: wrong method", "PUT", "incrementCounter", "", inc(`"delta":1`), nil, 405, "METHOD_NOT_ALLOWED", "POST"},
@@ -64,7 +71,14 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"increment: key too long", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
 		{"increment: key with space", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", "a b"}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
 		{"increment: key reused", "POST", "incrementCounter", "", inc(`"delta":6`), []string{"Idempotency-Key", "first"}, 409, "ALREADY_EXISTS", "Idempotency-Key"},
-		{"increment: over 64 KiB", "POST", "incrementCounter", "", inc(`"x":"` + strings.Repeat("a", 70_000) + `"`), nil, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+		{"increment: over 1 MiB", "POST", "incrementCounter", "", inc(`"x":"` + strings.Repeat("a", 1<<20) + `"`), nil, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+		{"increment: key in header and body differ", "POST", "incrementCounter", "", inc(`"idempotency_key":"a"`), []string{"Idempotency-Key", "b"}, 400, "INVALID_ARGUMENT", "idempotency_key"},
+		{"increment: empty body key", "POST", "incrementCounter", "", inc(`"idempotency_key":""`), nil, 400, "INVALID_ARGUMENT", "idempotency_key"},
+		{"increment: batch and counter_id", "POST", "incrementCounter", "", inc(`"increments":[]`), nil, 400, "INVALID_ARGUMENT", "increments"},
+		{"increment: empty batch", "POST", "incrementCounter", "", `{"increments":[]}`, nil, 400, "INVALID_ARGUMENT", "increments"},
+		{"increment: batch of 501", "POST", "incrementCounter", "", `{"increments":[` + strings.Repeat(`{"counter_id":"a"},`, 500) + `{"counter_id":"a"}]}`, nil, 400, "INVALID_ARGUMENT", "increments"},
+		{"increment: batch with a header key", "POST", "incrementCounter", "", `{"increments":[{"counter_id":"a"}]}`, []string{"Idempotency-Key", "k"}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
+		{"increment: batch item unknown field", "POST", "incrementCounter", "", `{"increments":[{"counter_id":"a","amount":1}]}`, nil, 400, "INVALID_ARGUMENT", "increments[0].amount"},
 
 		{"get: wrong method", "POST", "getCounter", "?counter_id=" + id, "", nil, 405, "METHOD_NOT_ALLOWED", "GET"},
 		{"get: unknown counter", "GET", "getCounter", "?counter_id=" + missing, "", nil, 404, "NOT_FOUND", missing},
@@ -73,6 +87,13 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"get: bad consistency", "GET", "getCounter", "?consistency=linear&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "consistency"},
 		{"get: unknown parameter", "GET", "getCounter", "?counter_id=" + id + "&limit=3", "", nil, 400, "INVALID_ARGUMENT", "limit"},
 		{"get: repeated parameter", "GET", "getCounter", "?counter_id=" + id + "&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"get: parameter case", "GET", "getCounter", "?Counter_ID=" + id, "", nil, 400, "INVALID_ARGUMENT", "Counter_ID"},
+
+		{"reshard: unknown counter", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":3}`, missing), nil, 404, "NOT_FOUND", missing},
+		{"reshard: zero shards", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":0}`, id), nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"reshard: 1001 shards", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":1001}`, id), nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"reshard: no num_shards", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q}`, id), nil, 400, "INVALID_ARGUMENT", "num_shards"},
+		{"reshard: no counter_id", "POST", "reshardCounter", "", `{"num_shards":3}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
 	}
 
 	// Roll-ups of earlier tests' counters write documents of their own.

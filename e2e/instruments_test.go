@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
 type instrument struct {

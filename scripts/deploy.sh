@@ -2,26 +2,27 @@
 # Deploys every function as a 2nd-gen Cloud Function, then the Firestore
 # rules and indexes, and schedules reconcileCounters.
 #
-#   scripts/deploy.sh --project my-project [--region us-central1] [--only NAME]
-#                     [--trigger-location nam5] [--dry-run] [--force]
+#   PAGE_TOKEN_SECRET=page-token scripts/deploy.sh --project my-project
+#       [--region us-central1] [--only NAME] [--trigger-location nam5]
+#       [--dry-run] [--force] [--insecure-open]
 #
 # Project and region also come from PROJECT_ID (or GOOGLE_CLOUD_PROJECT) and
 # REGION; the Firestore location from FIRESTORE_LOCATION. The functions get
-# AUTH (default required), CORS_ORIGINS, ROLLUP_CADENCE, INSTRUMENT_SHARDS,
-# INCREMENT_RATE_PER_USER, INCREMENT_BURST_PER_USER, PAGE_TOKEN_SECRET and
-# LOG_LEVEL from this environment, validated before anything is deployed.
-# --dry-run prints every command instead of running it. The plan itself is
-# generated from the function catalog by cmd/deployplan.
+# the deployed settings of the README's table that are set in this
+# environment, validated before anything is deployed; PAGE_TOKEN_SECRET
+# names a Secret Manager secret and is required. AUTH=off needs
+# --insecure-open. --dry-run prints every command instead of running it. The
+# plan itself is generated from the function catalog by cmd/deployplan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "deploy: $*" >&2; exit 1; }
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 project=${PROJECT_ID:-${GOOGLE_CLOUD_PROJECT:-}}
 region=${REGION:-us-central1}
 trigger_location=${FIRESTORE_LOCATION:-}
-only= dry_run= force=
+only= dry_run= force= insecure_open=
 while [ $# -gt 0 ]; do
   case "$1" in
     --project) project=${2:?--project needs a value}; shift 2 ;;
@@ -34,6 +35,7 @@ while [ $# -gt 0 ]; do
     --trigger-location=*) trigger_location=${1#*=}; shift ;;
     --dry-run) dry_run=1; shift ;;
     --force) force=1; shift ;;
+    --insecure-open) insecure_open=1; shift ;;
     -h|--help) usage ;;
     *) echo "deploy: unknown argument $1" >&2; usage 2 ;;
   esac
@@ -58,7 +60,7 @@ if [ -z "${FIREBASE_CLI+set}" ]; then
 fi
 
 plan=$(go run ./cmd/deployplan -project "$project" -region "$region" -only "$only" \
-  -trigger-location "$trigger_location" -firebase "$firebase")
+  -trigger-location "$trigger_location" -firebase "$firebase" ${insecure_open:+-insecure-open})
 
 if [ -n "$dry_run" ]; then
   printf '%s\n' "$plan"

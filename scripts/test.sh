@@ -38,6 +38,7 @@ sc_start_auth "$auth_port" "$tmp/auth"
 export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$auth_port
 echo "Auth emulator on $FIREBASE_AUTH_EMULATOR_HOST"
 
+export SHARDCOUNT_REQUIRE_EMULATORS=1 # a missing emulator fails here, rather than skipping
 echo "== go test -race"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)

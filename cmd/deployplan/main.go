@@ -1,13 +1,14 @@
 // Command deployplan prints, as a bash script, every command that deploys the
 // project to Google Cloud: one `gcloud functions deploy` per entry of
-// functions.Catalog, the Firestore rules and indexes, and the Cloud Scheduler
+// service.Catalog, the Firestore rules and indexes, and the Cloud Scheduler
 // job of reconcileCounters. scripts/deploy.sh runs it, or prints it with
-// --dry-run. Generating the plan from the catalog means a new function cannot
-// be left out.
+// --dry-run. Generating the plan from the catalog and from config.Settings
+// means a new function or setting cannot be left out.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,10 +16,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/shardcount/shardcount/functions"
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/indexcheck"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 func main() {
@@ -29,6 +31,7 @@ func main() {
 	flag.StringVar(&p.triggerLocation, "trigger-location", "", "location of the Firestore database, when it differs from the region (e.g. nam5)")
 	flag.StringVar(&p.firebaseCLI, "firebase", "", "Firebase CLI to deploy rules and indexes with; empty: use gcloud and the Rules API")
 	flag.StringVar(&p.schedule, "reconcile-schedule", "*/15 * * * *", "cron schedule of reconcileCounters (Cloud Scheduler)")
+	flag.BoolVar(&p.insecureOpen, "insecure-open", false, "allow AUTH=off: every public function open to anyone")
 	flag.Parse()
 	if err := p.write(os.Stdout, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "deployplan:", err)
@@ -38,33 +41,27 @@ func main() {
 
 type plan struct {
 	project, region, only, triggerLocation, firebaseCLI, schedule string
-}
-
-// deployedSettings are the settings passed to every function; the emulator
-// ones never are.
-var deployedSettings = []string{
-	"AUTH", "CORS_ORIGINS", "ROLLUP_CADENCE", "INSTRUMENT_SHARDS",
-	"INCREMENT_RATE_PER_USER", "INCREMENT_BURST_PER_USER", "PAGE_TOKEN_SECRET", "LOG_LEVEL",
+	insecureOpen                                                  bool
 }
 
 func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	if !regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`).MatchString(p.project) {
 		return fmt.Errorf("--project %q is not a Google Cloud project id", p.project)
 	}
-	if p.only != "" && !slices.ContainsFunc(functions.Catalog, func(s functions.Spec) bool { return s.Name == p.only }) {
+	if p.only != "" && !slices.ContainsFunc(service.Catalog, func(s service.Spec) bool { return s.Name == p.only }) {
 		return fmt.Errorf("--only %q is not a function; the functions are %s", p.only, names())
 	}
 	runtime, err := goRuntime("go.mod")
 	if err != nil {
 		return err
 	}
-	env, err := settings(p.project, getenv)
+	env, err := p.settings(getenv)
 	if err != nil {
 		return err
 	}
 
 	fmt.Fprintf(w, "# Deploy plan for project %s, region %s.\nset -euo pipefail\n\n", p.project, p.region)
-	for _, spec := range functions.Catalog {
+	for _, spec := range service.Catalog {
 		if p.only != "" && spec.Name != p.only {
 			continue
 		}
@@ -82,7 +79,7 @@ func (p *plan) write(w io.Writer, getenv func(string) string) error {
 }
 
 // deployFunction is the gcloud command of one function.
-func (p *plan) deployFunction(spec functions.Spec, runtime string, env []string) []string {
+func (p *plan) deployFunction(spec service.Spec, runtime string, env deployEnv) []string {
 	args := []string{"gcloud", "functions", "deploy", spec.Name,
 		"--gen2",
 		"--project=" + p.project,
@@ -91,34 +88,36 @@ func (p *plan) deployFunction(spec functions.Spec, runtime string, env []string)
 		"--source=.",
 		"--entry-point=" + spec.Name,
 		// A custom delimiter, as CORS_ORIGINS holds commas.
-		"--set-env-vars=^;^" + strings.Join(env, ";"),
+		"--set-env-vars=^;^" + strings.Join(env.vars, ";"),
+		"--set-secrets=" + strings.Join(env.secrets, ","),
+		// The handlers are safe for concurrent use: many requests share an
+		// instance, the roll-up's events too (service.Server.eventHandler).
+		"--concurrency=80", "--cpu=1",
 	}
 	switch spec.Kind {
-	case functions.HTTPTrigger:
+	case service.HTTPTrigger:
 		args = append(args, "--trigger-http")
-		if spec.Access == functions.Public {
+		if spec.Access == service.Public {
 			// Apps call it over HTTPS; it checks Firebase ID tokens itself.
 			args = append(args, "--allow-unauthenticated")
 		} else {
 			args = append(args, "--no-allow-unauthenticated")
 		}
-		// The handlers are safe for concurrent use: many requests share an instance.
-		args = append(args, "--concurrency=80", "--cpu=1", "--memory=512Mi")
-		if spec.Access == functions.Public {
-			args = append(args, "--timeout=60s")
+		args = append(args, "--memory=512Mi")
+		if spec.LongRunning {
+			args = append(args, "--timeout=540s") // RECONCILE_BUDGET, at most 8m, then a save
 		} else {
-			args = append(args, "--timeout=540s") // reconciling every counter takes a while
+			// A few seconds over FIRESTORE_DEADLINE, so a call that would
+			// hang answers 503 before the platform cuts it.
+			args = append(args, fmt.Sprintf("--timeout=%ds", int(env.deadline.Seconds())+5))
 		}
-	case functions.FirestoreTrigger:
+	case service.FirestoreTrigger:
 		args = append(args,
 			"--trigger-event-filters=type="+spec.EventType,
 			"--trigger-event-filters=database=(default)",
 			"--trigger-event-filters-path-pattern=document="+spec.Document,
 			// Errors are returned only when a retry can help.
 			"--retry",
-			// functions-framework-go's CloudEvent receiver can hang on
-			// overlapping requests (cloudevents/sdk-go#1224): one at a time.
-			"--concurrency=1",
 			"--memory=256Mi",
 			"--timeout=300s",
 		)
@@ -137,9 +136,11 @@ func (p *plan) writeScheduler(w io.Writer) {
 	fmt.Fprintf(w, "url=$(gcloud functions describe reconcileCounters --gen2 --project=%s --region=%s --format='value(serviceConfig.uri)')\n", q(p.project), q(p.region))
 	fmt.Fprintf(w, "sa=${SCHEDULER_SERVICE_ACCOUNT:-$(gcloud projects describe %s --format='value(projectNumber)')-compute@developer.gserviceaccount.com}\n", q(p.project))
 	fmt.Fprintf(w, "gcloud functions add-invoker-policy-binding reconcileCounters --project=%s --region=%s --member=\"serviceAccount:$sa\"\n", q(p.project), q(p.region))
-	job := fmt.Sprintf("reconcile-counters --project=%s --location=%s --schedule=%s --uri=\"$url\" --http-method=POST --headers=Content-Type=application/json --message-body='{}' --oidc-service-account-email=\"$sa\"",
+	job := fmt.Sprintf("reconcile-counters --project=%s --location=%s --schedule=%s --uri=\"$url\" --http-method=POST --message-body='{}' --oidc-service-account-email=\"$sa\"",
 		q(p.project), q(p.region), q(p.schedule))
-	fmt.Fprintf(w, "gcloud scheduler jobs update http %s || gcloud scheduler jobs create http %s\n", job, job)
+	// update takes --update-headers, create takes --headers: a second
+	// deploy updates the job the first one created.
+	fmt.Fprintf(w, "gcloud scheduler jobs update http %s --update-headers=Content-Type=application/json || gcloud scheduler jobs create http %s --headers=Content-Type=application/json\n", job, job)
 }
 
 // writeFirestore deploys firestore.rules and firestore.indexes.json, with
@@ -190,28 +191,70 @@ func (p *plan) writeFirestore(w io.Writer) error {
 	return nil
 }
 
-// settings returns KEY=value pairs of the settings to deploy, validated as
-// the functions will validate them.
-func settings(project string, getenv func(string) string) ([]string, error) {
-	vals := map[string]string{"GOOGLE_CLOUD_PROJECT": project, "AUTH": "required"}
-	for _, name := range deployedSettings {
-		if v := getenv(name); v != "" {
-			vals[name] = v
-		}
-	}
-	if _, err := config.FromEnv(func(k string) string { return vals[k] }); err != nil {
-		return nil, err
-	}
-	env := []string{"GOOGLE_CLOUD_PROJECT=" + project}
-	for _, name := range deployedSettings {
-		if v, ok := vals[name]; ok {
+// deployEnv is what every function is deployed with.
+type deployEnv struct {
+	vars     []string      // KEY=value
+	secrets  []string      // KEY=secret:version
+	deadline time.Duration // FIRESTORE_DEADLINE
+}
+
+// settings reads the settings to deploy from getenv, as config.Settings
+// declares them, and validates them as a deployed function will.
+func (p *plan) settings(getenv func(string) string) (deployEnv, error) {
+	vals := map[string]string{"GOOGLE_CLOUD_PROJECT": p.project, "K_SERVICE": "deploy-plan"}
+	env := deployEnv{vars: []string{"GOOGLE_CLOUD_PROJECT=" + p.project}}
+	for _, s := range config.Settings {
+		v := getenv(s.Name)
+		switch {
+		case v == "":
+		case s.Scope == config.Deployed:
 			if strings.Contains(v, ";") {
-				return nil, fmt.Errorf("%s must not contain ';'", name)
+				return env, fmt.Errorf("%s must not contain ';'", s.Name)
 			}
-			env = append(env, name+"="+v)
+			vals[s.Name] = v
+			env.vars = append(env.vars, s.Name+"="+v)
+		case s.Scope == config.Secret:
+			ref, err := secretRef(p.project, v)
+			if err != nil {
+				return env, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			vals[s.Name] = "a value from Secret Manager" // what config.FromEnv will see, in kind
+			env.secrets = append(env.secrets, s.Name+"="+ref)
 		}
 	}
+	if len(env.secrets) == 0 {
+		return env, errors.New("PAGE_TOKEN_SECRET must name the Secret Manager secret holding the page-token key " +
+			"(e.g. PAGE_TOKEN_SECRET=page-token; README \"Deploy\" says how to create it)")
+	}
+	if getenv("AUTH") == string(config.AuthOff) && !p.insecureOpen {
+		return env, errors.New("AUTH=off would deploy every public function open to anyone: pass --insecure-open if that is what you want")
+	}
+	cfg, err := config.FromEnv(func(k string) string { return vals[k] })
+	if err != nil {
+		return env, err
+	}
+	env.deadline = cfg.FirestoreDeadline
 	return env, nil
+}
+
+// secretRef turns a secret's name ("page-token", or
+// "projects/P/secrets/page-token", optionally ":VERSION") into the form
+// --set-secrets takes; the latest version by default.
+func secretRef(project, name string) (string, error) {
+	name, version, _ := strings.Cut(name, ":")
+	if version == "" {
+		version = "latest"
+	}
+	if m := regexp.MustCompile(`^projects/([a-z][a-z0-9-]+|[0-9]+)/secrets/([A-Za-z0-9_-]+)$`).FindStringSubmatch(name); m != nil {
+		if m[1] != project {
+			return name + ":" + version, nil // another project's secret, by its full name
+		}
+		name = m[2]
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`).MatchString(name) || !regexp.MustCompile(`^(latest|[0-9]+)$`).MatchString(version) {
+		return "", fmt.Errorf("%q is not a Secret Manager secret name (e.g. page-token or projects/P/secrets/page-token), with an optional :VERSION", name)
+	}
+	return name + ":" + version, nil
 }
 
 // goRuntime maps go.mod's go line to the Cloud Functions runtime, so the
@@ -230,7 +273,7 @@ func goRuntime(gomod string) (string, error) {
 
 func names() string {
 	var n []string
-	for _, s := range functions.Catalog {
+	for _, s := range service.Catalog {
 		n = append(n, s.Name)
 	}
 	return strings.Join(n, ", ")

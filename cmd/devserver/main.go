@@ -1,19 +1,30 @@
-// Command devserver runs every function of the project in one process, the
-// way functions-framework runs them when no FUNCTION_TARGET is set: each
-// function is served at /<name>. scripts/dev.sh starts it next to the
-// Firestore emulator; configure it with the same environment variables as
-// the deployed functions (README "Settings").
+// Command devserver runs every function of the project in one local
+// process, each at /<name> as functions-framework serves them when no
+// FUNCTION_TARGET is set, plus /{project}/{region}/<name> for the Firebase
+// SDKs' connectFunctionsEmulator. scripts/dev.sh starts it next to the
+// emulators; configure it with the same environment variables as the
+// deployed functions (README "Settings").
 //
-// With -trigger-port, it also receives the emulator's trigger events there
-// (start the emulator with --functions_emulator=127.0.0.1:<trigger-port>),
-// registers the project's Firestore triggers with the emulator, and hands
-// each event to its function in the form Eventarc uses.
+// It serves the same handlers functions-framework serves when deployed
+// (service.Server), from an http.Server of its own: funcframework.Start
+// listens with http.ListenAndServe, which has no read, header or idle
+// timeouts, so one slow client could hold a connection forever.
+//
+// With -trigger-port, it also receives the Firestore emulator's trigger
+// events there (start the emulator with
+// --functions_emulator=127.0.0.1:<trigger-port>), registers the project's
+// Firestore triggers with the emulator, and hands each event to its
+// function the way Eventarc does (internal/localdev/triggerbridge).
+//
+// /debug/vars publishes what the functions counted (Firestore commits,
+// writes and reads by label, roll-up events), which loadgen reads.
 package main
 
 import (
 	"cmp"
 	"context"
 	"errors"
+	"expvar"
 	"flag"
 	"log"
 	"net"
@@ -22,11 +33,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
-
-	_ "github.com/shardcount/shardcount" // registers the functions
-	"github.com/shardcount/shardcount/functions"
-	"github.com/shardcount/shardcount/internal/eventbridge"
+	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 func main() {
@@ -36,21 +45,43 @@ func main() {
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address, for profiling under load (empty: off)")
 	flag.Parse()
 
-	if *pprofAddr != "" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		go func() { log.Fatal(http.ListenAndServe(*pprofAddr, mux)) }()
+	s := service.New(os.Getenv)
+	mux := http.NewServeMux()
+	for _, spec := range service.Catalog {
+		mux.Handle("/"+spec.Name, s.Handler(spec.Name))
 	}
+	mux.HandleFunc("/{project}/{region}/{name}", s.EmulatorRoute)
+	expvar.Publish("shardcount", expvar.Func(func() any { return s.Stats() }))
+	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("shardcount functions\n")) })
 
+	if *pprofAddr != "" {
+		pm := http.NewServeMux()
+		pm.HandleFunc("/debug/pprof/", pprof.Index)
+		pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { log.Fatal(listen(*pprofAddr, pm)) }()
+	}
 	if *triggerPort != "" {
 		if err := serveTriggers(*host, *port, *triggerPort); err != nil {
 			log.Fatalf("devserver: %v", err)
 		}
 	}
-	if err := funcframework.StartHostPort(*host, *port); err != nil {
-		log.Fatalf("devserver: %v", err)
+	log.Fatalf("devserver: %v", listen(net.JoinHostPort(*host, *port), mux))
+}
+
+// listen serves h with timeouts, so slow or idle clients cannot hold
+// connections: the functions answer within FIRESTORE_DEADLINE, and the
+// roll-up within a few cadences.
+func listen(addr string, h http.Handler) error {
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
 	}
+	return srv.ListenAndServe()
 }
 
 func serveTriggers(host, port, triggerPort string) error {
@@ -58,21 +89,17 @@ func serveTriggers(host, port, triggerPort string) error {
 	if emulator == "" || project == "" {
 		return errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, triggerPort))
-	if err != nil {
-		return err
-	}
-	bridge := &eventbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port)}
-	go func() { log.Fatal(http.Serve(l, bridge)) }()
+	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Log: logging.New(logging.Stdout, nil)}
+	go func() { log.Fatal(listen(net.JoinHostPort(host, triggerPort), bridge)) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, spec := range functions.Catalog {
-		if spec.Kind != functions.FirestoreTrigger {
+	for _, spec := range service.Catalog {
+		if spec.Kind != service.FirestoreTrigger {
 			continue
 		}
-		t := eventbridge.Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}
-		if err := eventbridge.Register(ctx, emulator, project, t); err != nil {
+		t := triggerbridge.Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}
+		if err := triggerbridge.Register(ctx, emulator, project, t); err != nil {
 			return err
 		}
 		log.Printf("devserver: %s receives %s on %s", spec.Name, spec.EventType, spec.Document)

@@ -37,7 +37,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/shardcount/shardcount/internal/load"
+	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 type flags struct {
@@ -88,7 +88,7 @@ func main() {
 }
 
 func run(ctx context.Context, f flags, scenario string) error {
-	opts := load.Options{Concurrency: f.concurrency, Duration: f.duration, Requests: f.requests, Rate: f.rate}
+	opts := loadtest.Options{Concurrency: f.concurrency, Duration: f.duration, Requests: f.requests, Rate: f.rate}
 	if !f.quiet {
 		opts.Progress = os.Stderr
 		st, _ := os.Stderr.Stat()
@@ -100,8 +100,8 @@ func run(ctx context.Context, f flags, scenario string) error {
 	case "render":
 		return render(f.out)
 	}
-	fns := load.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, f.concurrency)
-	var counters load.Counters = fns
+	fns := loadtest.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, f.concurrency)
+	var counters loadtest.Counters = fns
 	if f.mode == "raw" {
 		raw, err := rawClient(ctx, f.project)
 		if err != nil {
@@ -117,25 +117,25 @@ func run(ctx context.Context, f flags, scenario string) error {
 	var err error
 	switch scenario {
 	case "hot", "spread", "mixed":
-		spec := load.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
+		spec := loadtest.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
 		if scenario == "spread" {
 			spec.Counters = f.counters
 		}
 		if scenario == "mixed" {
 			spec.ReadRatio = f.readRatio
 		}
-		var r load.Report
-		r, err = load.Increments(ctx, counters, f.mode, opts, spec)
+		var r loadtest.Report
+		r, err = loadtest.Increments(ctx, counters, f.mode, opts, spec)
 		printReport(os.Stdout, r)
 		result = r
 	case "lag":
-		var r load.LagReport
-		r, err = load.RollupLag(ctx, fns, opts, f.shards, f.lagTimeout)
+		var r loadtest.LagReport
+		r, err = loadtest.RollupLag(ctx, fns, opts, f.shards, f.lagTimeout)
 		printReport(os.Stdout, r.Report)
 		fmt.Printf("roll-up age during the run: p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples)\n", r.LagP50MS, r.LagP99MS, r.LagMaxMS, r.Samples)
 		result = r
 	case "instruments":
-		r := load.InstrumentsMix(ctx, fns, opts, f.readRatio)
+		r := loadtest.InstrumentsMix(ctx, fns, opts, f.readRatio)
 		printReport(os.Stdout, r)
 		result = r
 	default:
@@ -149,13 +149,13 @@ func run(ctx context.Context, f flags, scenario string) error {
 			return err
 		}
 	}
-	if r, ok := result.(load.Report); ok && r.Check != nil && !r.Check.Exact {
+	if r, ok := result.(loadtest.Report); ok && r.Check != nil && !r.Check.Exact {
 		return errors.New("the totals are NOT exact")
 	}
 	return nil
 }
 
-func printReport(w io.Writer, r load.Report) {
+func printReport(w io.Writer, r loadtest.Report) {
 	fmt.Fprintf(w, "%s (%s): %d requests in %.1f s, %d ok, %.0f ok/s, concurrency %d\n",
 		r.Scenario, r.Mode, r.Requests, r.Seconds, r.OK, r.Throughput, r.Concurrency)
 	fmt.Fprintf(w, "latency: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", r.P50, r.P95, r.P99)
@@ -178,7 +178,7 @@ func printReport(w io.Writer, r load.Report) {
 	}
 }
 
-func rawClient(ctx context.Context, project string) (*load.Raw, error) {
+func rawClient(ctx context.Context, project string) (*loadtest.Raw, error) {
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 		return nil, errors.New("-mode raw needs FIRESTORE_EMULATOR_HOST (it measures the emulator itself)")
 	}
@@ -186,7 +186,7 @@ func rawClient(ctx context.Context, project string) (*load.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load.NewRaw(c), nil
+	return loadtest.NewRaw(c), nil
 }
 
 func writeJSON(path string, v any) error {

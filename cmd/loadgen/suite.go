@@ -12,10 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
-	"github.com/shardcount/shardcount/internal/instruments"
-	"github.com/shardcount/shardcount/internal/load"
+	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 // The markers around the results in bench/README.md.
@@ -27,7 +25,7 @@ const (
 // suite measures the tables of bench/README.md in one run, so every ratio
 // compares numbers taken minutes apart on the same machine: functions and
 // raw runs alternate for each shard count and concurrency.
-func suite(ctx context.Context, f flags, opts load.Options) error {
+func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	rawProject := f.rawProject
 	if rawProject == "" {
 		rawProject = f.project + "-raw"
@@ -36,14 +34,14 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 	if err != nil {
 		return err
 	}
-	writes := load.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, 64)
+	writes := loadtest.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, 64)
 	rollupURL := f.rollupURL
 	if rollupURL == "" {
 		rollupURL = f.url
 	}
-	rolled := load.NewFunctions(strings.TrimSuffix(rollupURL, "/"), f.token, 64)
+	rolled := loadtest.NewFunctions(strings.TrimSuffix(rollupURL, "/"), f.token, 64)
 
-	s := load.Suite{
+	s := loadtest.Suite{
 		Command:    "scripts/bench.sh" + suiteArgs(f),
 		Machine:    machine(),
 		RunSeconds: f.duration.Seconds(),
@@ -54,10 +52,10 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 	// Warm up: the emulator's JVM compiles its hot paths during the first
 	// seconds of load, which would penalise whichever run comes first.
 	step("warm-up, not recorded")
-	for _, target := range []load.Counters{writes, raw} {
+	for _, target := range []loadtest.Counters{writes, raw} {
 		o := opts
 		o.Concurrency, o.Duration = 32, 5*time.Second
-		if _, err := load.Increments(ctx, target, "warm-up", o, load.IncrementSpec{Name: "warmup", Counters: 10, Shards: 10}); err != nil {
+		if _, err := loadtest.Increments(ctx, target, "warm-up", o, loadtest.IncrementSpec{Name: "warmup", Counters: 10, Shards: 10}); err != nil {
 			return err
 		}
 	}
@@ -67,17 +65,17 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 	rounds := s.Rounds
 	for _, shards := range []int{1, 10, 100} {
 		for _, c := range []int{16, 64} {
-			runs := map[string][]load.Report{}
+			runs := map[string][]loadtest.Report{}
 			for round := range rounds {
 				for _, mode := range []string{"functions", "raw"} {
 					step("increments: %d shard(s), concurrency %d, %s, round %d/%d, %s", shards, c, mode, round+1, rounds, f.duration)
-					var target load.Counters = writes
+					var target loadtest.Counters = writes
 					if mode == "raw" {
 						target = raw
 					}
 					o := opts
 					o.Concurrency = c
-					r, err := load.Increments(ctx, target, mode, o, load.IncrementSpec{Name: "hot", Counters: 1, Shards: shards})
+					r, err := loadtest.Increments(ctx, target, mode, o, loadtest.IncrementSpec{Name: "hot", Counters: 1, Shards: shards})
 					if err != nil {
 						return err
 					}
@@ -99,7 +97,7 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 	}
 	for _, n := range []int{10, 100, 1000} {
 		step("strong reads of %d shards", n)
-		methods := []load.ReadMethod{
+		methods := []loadtest.ReadMethod{
 			{Name: "stream every shard (raw)", BilledReads: func(n int) int { return n }, Read: same.Strong},
 			{Name: "SUM aggregation (raw)", BilledReads: perThousand, Read: same.Sum},
 			{Name: "getCounter strong (SUM)", BilledReads: perThousand, Read: writes.Strong},
@@ -110,7 +108,7 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 		}
 		// The counter is created through the functions and its shards
 		// filled directly.
-		rl, err := load.Reads(ctx, same.Fill, writes.CreateCounter, n, 30, methods)
+		rl, err := loadtest.Reads(ctx, same.Fill, writes.CreateCounter, n, 30, methods)
 		if err != nil {
 			return err
 		}
@@ -122,11 +120,11 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 		s.Reads = append(s.Reads, rl...)
 	}
 
-	// Roll-up lag under load.
+	// Roll-up lag under loadtest.
 	step("roll-up lag: 10 shards, concurrency 64, 1,000 increments/s for %s", 2*f.duration)
 	o := opts
 	o.Concurrency, o.Rate, o.Duration = 64, 1000, 2*f.duration
-	lag, err := load.RollupLag(ctx, rolled, o, 10, f.lagTimeout)
+	lag, err := loadtest.RollupLag(ctx, rolled, o, 10, f.lagTimeout)
 	if err != nil {
 		return err
 	}
@@ -136,12 +134,12 @@ func suite(ctx context.Context, f flags, opts load.Options) error {
 	// Instruments queries by shard count, each in a project of its own.
 	for _, shards := range []int{1, 3, 64} {
 		step("instruments: 2,000 documents, %d shard value(s)", shards)
-		c, err := firestore.NewClient(ctx, fmt.Sprintf("%s-i%d", f.project, shards))
+		db, err := firestoredb.Open(ctx, fmt.Sprintf("%s-i%d", f.project, shards), os.Getenv("FIRESTORE_EMULATOR_HOST"))
 		if err != nil {
 			return err
 		}
-		q, err := load.QueryLatency(ctx, instruments.NewStore(c, shards, []byte("bench")), shards, 2000, 30)
-		c.Close()
+		q, err := loadtest.QueryLatency(ctx, firestoredb.NewInstruments(db, shards, []byte("bench")), shards, 2000, 30)
+		db.Close()
 		if err != nil {
 			return err
 		}
@@ -155,13 +153,13 @@ func perThousand(n int) int { return (n + 999) / 1000 }
 
 // median returns the run of median throughput; a run that was not exact
 // wins instead, so the table never hides one.
-func median(runs []load.Report) load.Report {
+func median(runs []loadtest.Report) loadtest.Report {
 	for _, r := range runs {
 		if r.Check != nil && !r.Check.Exact {
 			return r
 		}
 	}
-	slices.SortFunc(runs, func(a, b load.Report) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	slices.SortFunc(runs, func(a, b loadtest.Report) int { return cmp.Compare(a.Throughput, b.Throughput) })
 	return runs[len(runs)/2]
 }
 
@@ -174,7 +172,7 @@ func suiteArgs(f flags) string {
 
 // writeSuite writes results.json and increments.svg into dir and replaces
 // the results section of dir/README.md.
-func writeSuite(dir string, s *load.Suite) error {
+func writeSuite(dir string, s *loadtest.Suite) error {
 	if err := writeJSON(filepath.Join(dir, "results.json"), s); err != nil {
 		return err
 	}
@@ -207,7 +205,7 @@ func render(dir string) error {
 	if err != nil {
 		return err
 	}
-	var s load.Suite
+	var s loadtest.Suite
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -22,9 +23,9 @@ import (
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/shardcount/shardcount/functions"
 	"github.com/shardcount/shardcount/internal/fsevent"
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 // The Go functions buildpack (GoogleCloudPlatform/buildpacks,
@@ -182,8 +183,21 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 
 	project := testenv.NewProjectID("bp")
 	fs := testenv.Firestore(t, project)
+
+	// Deployed (K_SERVICE set), a function refuses the emulators: it would
+	// accept unsigned ID tokens. It says why when it starts, and answers 503.
+	refusing, logs := startLogged(t, filepath.Join(src, "bin", "app"), "getCounter", project,
+		"K_SERVICE=getCounter", "FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9")
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "FIREBASE_AUTH_EMULATOR_HOST: must not be set on a deployed function"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a deployed function with FIREBASE_AUTH_EMULATOR_HOST did not log its refusal at start:\n%s", logs)
+		}
+	}
+	if resp, err := http.Get(refusing + "/?counter_id=x"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a deployed function with FIREBASE_AUTH_EMULATOR_HOST answered %v, %v; want 503", resp, err)
+	}
 	id := fmt.Sprintf("bp-%d", time.Now().UnixNano())
-	for _, spec := range functions.Catalog {
+	for _, spec := range service.Catalog {
 		base := start(t, filepath.Join(src, "bin", "app"), spec.Name, project)
 		var resp *http.Response
 		var err error
@@ -194,6 +208,8 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"delta":7}`, id)))
 		case "getCounter":
 			resp, err = http.Get(base + "/?consistency=strong&counter_id=" + id)
+		case "reshardCounter":
+			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)))
 		case "rollupCounter":
 			resp, err = http.DefaultClient.Do(shardEvent(t, base, project, id))
 		case "reconcileCounters":
@@ -225,7 +241,13 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 }
 
 // start runs the built function as Cloud Run would and returns its URL.
-func start(t *testing.T, bin, target, project string) string {
+func start(t *testing.T, bin, target, project string, extraEnv ...string) string {
+	base, _ := startLogged(t, bin, target, project, extraEnv...)
+	return base
+}
+
+// startLogged is start, also returning what the function writes.
+func startLogged(t *testing.T, bin, target, project string, extraEnv ...string) (string, *syncBuffer) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -234,10 +256,13 @@ func start(t *testing.T, bin, target, project string) string {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+port, "FUNCTION_TARGET="+target, "K_SERVICE="+target,
+	// Not K_SERVICE: with it a function refuses the emulator settings
+	// (TestDeployedFunctionRefusesEmulators).
+	cmd.Env = append(os.Environ(), "PORT="+port, "FUNCTION_TARGET="+target,
 		"GOOGLE_CLOUD_PROJECT="+project, "AUTH=off", "ROLLUP_CADENCE=100ms", "LOG_LEVEL=warn")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Env = append(cmd.Env, extraEnv...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,11 +277,29 @@ func start(t *testing.T, bin, target, project string) string {
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
-			return base
+			return base, logs
 		}
 	}
 	t.Fatalf("%s did not listen on %s:\n%s", target, port, logs.String())
-	return ""
+	return "", nil
+}
+
+// syncBuffer is a bytes.Buffer a process writes while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // shardEvent is the request Eventarc sends to rollupCounter for the write of
@@ -281,7 +324,7 @@ func shardEvent(t *testing.T, base, project, id string) *http.Request {
 	req, _ := http.NewRequest("POST", base, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/protobuf")
 	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Type", functions.WrittenEvent)
+	req.Header.Set("Ce-Type", service.WrittenEvent)
 	req.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/"+project+"/databases/(default)")
 	req.Header.Set("Ce-Id", fmt.Sprintf("bp-%d", time.Now().UnixNano()))
 	req.Header.Set("Ce-Subject", "documents/counters/"+id+"/shards/0")

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/shardcount/functions"
 	"github.com/shardcount/shardcount/internal/indexcheck"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 // root is the repository.
@@ -25,7 +25,7 @@ func dryRun(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{"scripts/deploy.sh", "--dry-run"}, args...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "PAGE_TOKEN_SECRET=page-token"), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -88,10 +88,10 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 	runtime := "--runtime=go1" + string(m[1])
 
 	lines := deployLines(t, plan)
-	if len(lines) != len(functions.Catalog) {
-		t.Errorf("%d functions deployed, the catalog has %d", len(lines), len(functions.Catalog))
+	if len(lines) != len(service.Catalog) {
+		t.Errorf("%d functions deployed, the catalog has %d", len(lines), len(service.Catalog))
 	}
-	for _, spec := range functions.Catalog {
+	for _, spec := range service.Catalog {
 		args, ok := lines[spec.Name]
 		if !ok {
 			t.Errorf("%s is not deployed", spec.Name)
@@ -99,25 +99,30 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 		}
 		want := []string{"--gen2", "--project=demo-x", "--region=us-central1", runtime, "--source=.",
 			"--entry-point=" + spec.Name,
-			"--set-env-vars=^;^GOOGLE_CLOUD_PROJECT=demo-x;AUTH=required;CORS_ORIGINS=https://a.example.com,https://b.example.com;ROLLUP_CADENCE=2s"}
+			"--set-env-vars=^;^GOOGLE_CLOUD_PROJECT=demo-x;CORS_ORIGINS=https://a.example.com,https://b.example.com;ROLLUP_CADENCE=2s",
+			// The key is read from Secret Manager, never passed as a value.
+			"--set-secrets=PAGE_TOKEN_SECRET=page-token:latest",
+			// Every function, the roll-up too, takes concurrent requests.
+			"--concurrency=80", "--cpu=1"}
 		switch {
-		case spec.Kind == functions.HTTPTrigger && spec.Access == functions.Public:
-			want = append(want, "--trigger-http", "--allow-unauthenticated")
-		case spec.Kind == functions.HTTPTrigger:
-			want = append(want, "--trigger-http", "--no-allow-unauthenticated")
-		case spec.Kind == functions.FirestoreTrigger:
+		case spec.Kind == service.HTTPTrigger && spec.Access == service.Public:
+			// FIRESTORE_DEADLINE (10s) + 5 s: a hanging call answers 503 first.
+			want = append(want, "--trigger-http", "--allow-unauthenticated", "--timeout=15s")
+		case spec.Kind == service.HTTPTrigger:
+			want = append(want, "--trigger-http", "--no-allow-unauthenticated", "--timeout=540s")
+		case spec.Kind == service.FirestoreTrigger:
 			want = append(want,
 				"--trigger-event-filters=type=google.cloud.firestore.document.v1.written",
 				"--trigger-event-filters=database=(default)",
 				"--trigger-event-filters-path-pattern=document=counters/{counterId}/shards/{shardId}",
-				"--retry", "--concurrency=1")
+				"--retry")
 		}
 		for _, w := range want {
 			if !slices.Contains(args, w) {
 				t.Errorf("%s: no %s in %v", spec.Name, w, args)
 			}
 		}
-		if spec.Kind == functions.FirestoreTrigger && slices.Contains(args, "--trigger-http") {
+		if spec.Kind == service.FirestoreTrigger && slices.Contains(args, "--trigger-http") {
 			t.Errorf("%s is an event function deployed with --trigger-http", spec.Name)
 		}
 	}
@@ -126,6 +131,9 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 	}
 	if !strings.Contains(plan, "gcloud scheduler jobs create http reconcile-counters") {
 		t.Errorf("reconcileCounters is not scheduled:\n%s", plan)
+	}
+	if strings.Contains(plan, "page-token:") && strings.Contains(plan, "PAGE_TOKEN_SECRET=page-token;") {
+		t.Errorf("the secret's name is passed as a plain value:\n%s", plan)
 	}
 }
 
@@ -180,17 +188,45 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 		args    []string
 		mention string
 	}{
-		"unknown function": {nil, []string{"--project", "demo-x", "--only", "nope"}, "createCounter"},
-		"no project":       {[]string{"PROJECT_ID=", "GOOGLE_CLOUD_PROJECT="}, nil, "project"},
-		"bad project":      {nil, []string{"--project", "Not A Project"}, "project"},
-		"wildcard origin":  {[]string{"CORS_ORIGINS=*"}, []string{"--project", "demo-x"}, "CORS_ORIGINS"},
-		"bad cadence":      {[]string{"ROLLUP_CADENCE=soon"}, []string{"--project", "demo-x"}, "ROLLUP_CADENCE"},
-		"unknown argument": {nil, []string{"--project", "demo-x", "--yes"}, "unknown argument"},
-		"bad AUTH":         {[]string{"AUTH=maybe"}, []string{"--project", "demo-x"}, "AUTH"},
+		"unknown function":     {nil, []string{"--project", "demo-x", "--only", "nope"}, "createCounter"},
+		"no project":           {[]string{"PROJECT_ID=", "GOOGLE_CLOUD_PROJECT="}, nil, "project"},
+		"bad project":          {nil, []string{"--project", "Not A Project"}, "project"},
+		"wildcard origin":      {[]string{"CORS_ORIGINS=*"}, []string{"--project", "demo-x"}, "CORS_ORIGINS"},
+		"bad cadence":          {[]string{"ROLLUP_CADENCE=soon"}, []string{"--project", "demo-x"}, "ROLLUP_CADENCE"},
+		"unknown argument":     {nil, []string{"--project", "demo-x", "--yes"}, "unknown argument"},
+		"bad AUTH":             {[]string{"AUTH=maybe"}, []string{"--project", "demo-x"}, "AUTH"},
+		"no page-token secret": {[]string{"PAGE_TOKEN_SECRET="}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
+		"bad secret name":      {[]string{"PAGE_TOKEN_SECRET=not a name"}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
+		"AUTH=off, not open":   {[]string{"AUTH=off"}, []string{"--project", "demo-x"}, "--insecure-open"},
+		"bad deadline":         {[]string{"FIRESTORE_DEADLINE=1h"}, []string{"--project", "demo-x"}, "FIRESTORE_DEADLINE"},
 	} {
 		out, err := dryRun(t, tc.env, tc.args...)
 		if err == nil || !strings.Contains(out, tc.mention) {
 			t.Errorf("%s: err %v, output mentions %q? %s", name, err, tc.mention, out)
+		}
+	}
+}
+
+func TestDryRunOpenDeployNeedsInsecureOpen(t *testing.T) {
+	plan, err := dryRun(t, []string{"AUTH=off"}, "--project", "demo-x", "--insecure-open")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, plan)
+	}
+	if !strings.Contains(plan, "AUTH=off") {
+		t.Errorf("AUTH=off is not deployed:\n%s", plan)
+	}
+}
+
+func TestSecretNames(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"page-token", "PAGE_TOKEN_SECRET=page-token:latest"},
+		{"page-token:3", "PAGE_TOKEN_SECRET=page-token:3"},
+		{"projects/demo-x/secrets/page-token", "PAGE_TOKEN_SECRET=page-token:latest"},
+		{"projects/other-project/secrets/k", "PAGE_TOKEN_SECRET=projects/other-project/secrets/k:latest"},
+	} {
+		plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET=" + tc.in}, "--project", "demo-x", "--only", "getCounter")
+		if err != nil || !strings.Contains(plan, "--set-secrets="+tc.want) {
+			t.Errorf("PAGE_TOKEN_SECRET=%s: err %v, plan does not hold --set-secrets=%s:\n%s", tc.in, err, tc.want, plan)
 		}
 	}
 }
@@ -210,14 +246,11 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 	}
 	bin := t.TempDir()
 	calls := filepath.Join(bin, "calls")
-	gcloud := "#!/bin/sh\necho \"$*\" >> " + calls + "\ncase \"$*\" in *describe*) echo 123;; esac\n"
-	if err := os.WriteFile(filepath.Join(bin, "gcloud"), []byte(gcloud), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	standInGcloud(t, bin, calls)
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command("bash", append([]string{"scripts/deploy.sh", "--project", "demo-x"}, args...)...)
 		cmd.Dir = clone
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=")
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=", "PAGE_TOKEN_SECRET=page-token")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -236,5 +269,62 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 	got, _ := os.ReadFile(calls)
 	if !strings.HasPrefix(string(got), "functions deploy rollupCounter --gen2") || strings.Count(string(got), "\n") != 1 {
 		t.Errorf("gcloud calls:\n%s", got)
+	}
+}
+
+// standInGcloud writes a gcloud that records its calls and answers like
+// the real one where the plan depends on it: `describe` prints a value,
+// `scheduler jobs update` fails for a job that does not exist and rejects
+// --headers (it takes --update-headers), and `scheduler jobs create` fails
+// for a job that exists.
+func standInGcloud(t *testing.T, bin, calls string) {
+	t.Helper()
+	jobs := filepath.Join(bin, "jobs")
+	script := `#!/bin/sh
+echo "$*" >> ` + calls + `
+case "$*" in
+  *describe*) echo 123 ;;
+  "scheduler jobs update"*)
+    case "$*" in *" --headers="*) echo "ERROR: unrecognized arguments: --headers" >&2; exit 2;; esac
+    grep -qx "$5" ` + jobs + ` 2>/dev/null || { echo "ERROR: NOT_FOUND: Job not found." >&2; exit 1; } ;;
+  "scheduler jobs create"*)
+    case "$*" in *" --update-headers="*) echo "ERROR: unrecognized arguments: --update-headers" >&2; exit 2;; esac
+    grep -qx "$5" ` + jobs + ` 2>/dev/null && { echo "ERROR: ALREADY_EXISTS: Job already exists." >&2; exit 1; }
+    echo "$5" >> ` + jobs + ` ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(bin, "gcloud"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The Rules API, reached with curl when there is no Firebase CLI.
+	curl := "#!/bin/sh\necho \"curl $*\" >> " + calls + "\necho '{\"name\": \"projects/demo-x/rulesets/r1\"}'\n"
+	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(curl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedeployUpdatesTheSchedulerJob deploys twice in a row with the
+// stand-in gcloud: the first creates the reconcile job, the second updates
+// it, and both get through to the rules and indexes at the end.
+func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	standInGcloud(t, bin, calls)
+	for i := range 2 {
+		cmd := exec.Command("bash", "scripts/deploy.sh", "--project", "demo-x", "--force")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=", "PAGE_TOKEN_SECRET=page-token")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "deployed to demo-x") {
+			t.Fatalf("deploy %d: %v\n%s", i+1, err, out)
+		}
+	}
+	got, _ := os.ReadFile(calls)
+	log := string(got)
+	if n := strings.Count(log, "scheduler jobs create http reconcile-counters"); n != 1 {
+		t.Errorf("the job was created %d times, want once:\n%s", n, log)
+	}
+	if !strings.Contains(log, "scheduler jobs update http reconcile-counters") || strings.Count(log, "curl -sf -X PATCH") != 2 {
+		t.Errorf("the second deploy did not update the job and go on to the indexes:\n%s", log)
 	}
 }

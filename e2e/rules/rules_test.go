@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
 // documents holds one document of each kind, by the path seeded.

@@ -14,8 +14,8 @@ import (
 
 	_ "github.com/shardcount/shardcount" // registers the functions
 
-	"github.com/shardcount/shardcount/functions"
-	"github.com/shardcount/shardcount/internal/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 const origin = "https://app.example.com"
@@ -27,6 +27,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	_, fsErr := testenv.EmulatorHost()
+	_, authErr := testenv.AuthEmulatorHost()
+	if testenv.Missing(fsErr, authErr) {
+		os.Exit(0)
+	}
 	if err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "secured:", err)
 		os.Exit(1)
@@ -45,12 +50,11 @@ func setup() error {
 	}
 	project = testenv.NewProjectID("sec")
 	testenv.Setenv(map[string]string{
-		"GOOGLE_CLOUD_PROJECT":     project,
-		"AUTH":                     "required",
-		"CORS_ORIGINS":             origin + ", http://localhost:5173",
-		"INCREMENT_RATE_PER_USER":  "1",
-		"INCREMENT_BURST_PER_USER": "3",
-		"LOG_LEVEL":                "info",
+		"GOOGLE_CLOUD_PROJECT": project,
+		"AUTH":                 "required",
+		"CORS_ORIGINS":         origin + ", http://localhost:5173",
+		"RATE_LIMITS":          "increment=1:3,create=0.5:8,strong=0.5:3,record=1:20,query=0.5:3,reshard=0.5:2",
+		"LOG_LEVEL":            "info",
 	})
 	var err error
 	if logs, err = testenv.CaptureStdout(); err != nil {
@@ -76,12 +80,13 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 		{"createCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id)},
 		{"incrementCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id)},
 		{"getCounter", "GET", "?consistency=strong&counter_id=" + id, ""},
+		{"reshardCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":3}`, id)},
 		{"recordInstruments", "POST", "", `{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`},
 		{"queryInstruments", "GET", "?field=exchange&value=E", ""},
 	}
 	public := 0
-	for _, spec := range functions.Catalog {
-		if spec.Kind == functions.HTTPTrigger && spec.Access == functions.Public {
+	for _, spec := range service.Catalog {
+		if spec.Kind == service.HTTPTrigger && spec.Access == service.Public {
 			public++
 		}
 	}
@@ -169,7 +174,7 @@ func TestIncrementsAreLimitedPerUser(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter", "recordInstruments", "queryInstruments"} {
+	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter", "reshardCounter", "recordInstruments", "queryInstruments"} {
 		r := testenv.Do(t, "OPTIONS", url(fn), "",
 			"Origin", origin, "Access-Control-Request-Method", "POST",
 			"Access-Control-Request-Headers", "authorization, content-type, idempotency-key")
@@ -227,5 +232,107 @@ func TestRequestLogLine(t *testing.T) {
 	}
 	if req, _ := lines[0]["httpRequest"].(map[string]any); req["status"] != float64(404) || req["requestMethod"] != "GET" {
 		t.Errorf("httpRequest = %v", lines[0]["httpRequest"])
+	}
+}
+
+// TestEveryBudgetIsLimited spends each budget of one user (RATE_LIMITS of
+// TestMain) and checks the next call is a 429 with Retry-After that wrote
+// nothing, while another user is not affected.
+func TestEveryBudgetIsLimited(t *testing.T) {
+	frank, grace := user(t, "frank"), user(t, "grace")
+	id := fmt.Sprintf("budgets-%d", time.Now().UnixNano())
+	instrument := `{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"LIM","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}`
+	batch := func(n int) string {
+		return `{"instruments":[` + strings.TrimSuffix(strings.Repeat(instrument+",", n), ",") + `]}`
+	}
+	for _, tc := range []struct {
+		budget        string
+		method, fn, q string
+		body          func(i int) string
+		burst         int
+	}{
+		{"create", "POST", "createCounter", "", func(i int) string { return fmt.Sprintf(`{"counter_id":"%s-%d"}`, id, i) }, 8},
+		{"strong", "GET", "getCounter", "?consistency=strong&counter_id=" + id + "-0", func(int) string { return "" }, 3},
+		{"record", "POST", "recordInstruments", "", func(int) string { return batch(10) }, 2}, // 10 of 20 tokens each
+		{"query", "GET", "queryInstruments", "?field=exchange&value=LIM", func(int) string { return "" }, 3},
+		{"reshard", "POST", "reshardCounter", "", func(i int) string { return fmt.Sprintf(`{"counter_id":"%s-0","num_shards":%d}`, id, 20+i) }, 2},
+	} {
+		for i := range tc.burst {
+			if r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(i), "Authorization", frank); r.Status >= 300 {
+				t.Fatalf("%s: call %d of the burst: %s", tc.budget, i, r)
+			}
+		}
+		r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(tc.burst), "Authorization", frank)
+		if r.Status != http.StatusTooManyRequests || r.ErrorCode() != "RESOURCE_EXHAUSTED" || !strings.Contains(string(r.Body), tc.budget) {
+			t.Errorf("%s: call %d after the burst: %s", tc.budget, tc.burst+1, r)
+		}
+		if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
+			t.Errorf("%s: Retry-After = %q", tc.budget, r.Header.Get("Retry-After"))
+		}
+		if r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(100+tc.burst), "Authorization", grace); r.Status >= 300 {
+			t.Errorf("%s: another user is limited too: %s", tc.budget, r)
+		}
+	}
+	// The refused create wrote nothing.
+	if r := testenv.Do(t, "GET", url("getCounter")+fmt.Sprintf("?counter_id=%s-8", id), "", "Authorization", grace); r.Status != http.StatusNotFound {
+		t.Errorf("the refused create created the counter: %s", r)
+	}
+	// A batch over the whole burst is refused whole (all or nothing).
+	if r := testenv.Do(t, "POST", url("recordInstruments"), batch(21), "Authorization", grace); r.Status != http.StatusTooManyRequests {
+		t.Errorf("21 instruments with a burst of 20: %s", r)
+	}
+}
+
+// TestIdempotencyKeysArePerUser: the same key from two users is two keys.
+// Before, user B's increment with A's key was dropped as a replay, or its
+// 409 told B the delta A had sent.
+func TestIdempotencyKeysArePerUser(t *testing.T) {
+	alice, bob := user(t, "ida"), user(t, "ben")
+	id := fmt.Sprintf("keys-%d", time.Now().UnixNano())
+	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", alice); r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+	inc := func(bearer string, delta int) testenv.Response {
+		return testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta),
+			"Authorization", bearer, "Idempotency-Key", "shared-key")
+	}
+	if r := inc(alice, 5); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("alice: %s", r)
+	}
+	r := inc(bob, 7)
+	var answer struct {
+		Delta    int64
+		Replayed bool
+	}
+	r.Decode(t, &answer)
+	if r.Status != http.StatusOK || answer.Delta != 7 || answer.Replayed {
+		t.Errorf("bob with alice's key: %s, want his own delta 7 applied", r)
+	}
+	if r := inc(alice, 5); r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("alice again: %s, want a replay", r)
+	}
+	var got struct{ Count int64 }
+	testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "", "Authorization", bob).Decode(t, &got)
+	if got.Count != 12 {
+		t.Errorf("count = %d, want 12: one increment each", got.Count)
+	}
+}
+
+// TestReshardIsNotForAnonymousSignIn: anyone can get an anonymous token
+// from a web app, so resharding (a cost decision) needs a real account.
+func TestReshardIsNotForAnonymousSignIn(t *testing.T) {
+	owner := user(t, "owner")
+	testenv.CreateUser(t, project, "anon")
+	anon := "Bearer " + testenv.AnonymousIDToken(project, "anon")
+	id := fmt.Sprintf("anon-%d", time.Now().UnixNano())
+	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id), "Authorization", anon); r.Status != http.StatusCreated {
+		t.Fatalf("an anonymous user may create counters: %s", r)
+	}
+	body := fmt.Sprintf(`{"counter_id":%q,"num_shards":5}`, id)
+	if r := testenv.Do(t, "POST", url("reshardCounter"), body, "Authorization", anon); r.Status != http.StatusForbidden || r.ErrorCode() != "PERMISSION_DENIED" {
+		t.Errorf("reshard by an anonymous user: %s", r)
+	}
+	if r := testenv.Do(t, "POST", url("reshardCounter"), body, "Authorization", owner); r.Status != http.StatusOK {
+		t.Errorf("reshard by a signed-in user: %s", r)
 	}
 }

@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	firebase "firebase.google.com/go/v4"
 	fbauth "firebase.google.com/go/v4/auth"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/httpapi"
 )
 
 // Verifier authenticates requests.
@@ -38,28 +40,26 @@ func New(ctx context.Context, projectID string) (*Verifier, error) {
 	return &Verifier{client: client}, nil
 }
 
-// Authenticate returns the uid of the request's caller, from
-// "Authorization: Bearer <Firebase ID token>", or an UNAUTHENTICATED error
-// saying what to fix.
-func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (string, error) {
+// Authenticate returns the request's caller, from "Authorization: Bearer
+// <Firebase ID token>", or an UNAUTHENTICATED error saying what to fix.
+func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (httpapi.Caller, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", errs.New(errs.Unauthenticated, "Authorization header is missing: send \"Bearer <Firebase ID token>\"")
+		return httpapi.Caller{}, errs.New(errs.Unauthenticated, "Authorization header is missing: send \"Bearer <Firebase ID token>\"")
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return "", errs.New(errs.Unauthenticated, "Authorization header must be \"Bearer <Firebase ID token>\"")
+		return httpapi.Caller{}, errs.New(errs.Unauthenticated, "Authorization header must be \"Bearer <Firebase ID token>\"")
 	}
 	t, err := v.client.VerifyIDToken(ctx, strings.TrimSpace(token))
 	switch {
 	case err == nil:
-		return t.UID, nil
+		return httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous"}, nil
 	case fbauth.IsIDTokenExpired(err):
-		return "", errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token has expired; get a fresh one from the Firebase SDK")
+		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token has expired; get a fresh one from the Firebase SDK")
 	case fbauth.IsIDTokenInvalid(err), fbauth.IsUserDisabled(err), fbauth.IsIDTokenRevoked(err), fbauth.IsUserNotFound(err):
-		return "", errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token is not valid for this project")
+		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token is not valid for this project")
 	}
 	// Fetching Google's keys (or reaching the Auth emulator) failed.
-	e := errs.Wrap(errs.Unavailable, err, "cannot check ID tokens right now; retry shortly")
-	return "", e
+	return httpapi.Caller{}, errs.Retryable(err, time.Second, "cannot check ID tokens right now; retry shortly")
 }

@@ -1,8 +1,15 @@
 // Package config reads every setting of the functions from the environment
 // once, validates all of them together, and reports every problem at once.
 //
-// The README's settings table is the user-facing copy of Settings; a test
-// keeps the two in step.
+// Settings is the one declaration of each setting: its name, default,
+// documentation, how deployments pass it, and how it is parsed into Config.
+// FromEnv, the README's settings table (checked by a test) and the deploy
+// plan (cmd/deployplan) all read it.
+//
+// It is a table rather than struct tags for a library such as
+// sethvargo/go-envconfig, because those stop at the first bad variable,
+// while a misconfigured deployment should hear about every problem in one
+// log line.
 package config
 
 import (
@@ -12,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/ratelimit"
 )
 
 // AuthMode says whether HTTP functions require a Firebase ID token.
@@ -27,6 +36,8 @@ type Config struct {
 	// ProjectID is the Google Cloud project; empty means "detect it from the
 	// runtime credentials" (Cloud Functions), which the emulators cannot do.
 	ProjectID string
+	// Deployed is true on Cloud Functions / Cloud Run (K_SERVICE is set).
+	Deployed bool
 	// EmulatorHost is FIRESTORE_EMULATOR_HOST; when set, every Firestore
 	// call goes to the emulator.
 	EmulatorHost string
@@ -37,15 +48,28 @@ type Config struct {
 	Auth        AuthMode
 	CORSOrigins []string // "*" means any origin (only with AuthOff)
 
-	RollupCadence time.Duration
+	// FirestoreDeadline bounds the Firestore work of one HTTP request.
+	FirestoreDeadline time.Duration
+
+	RollupCadence   time.Duration
+	ReconcileBudget time.Duration
+
+	GroupCommit         bool
+	GroupCommitMaxBatch int
+	GroupCommitMaxWait  time.Duration
+
+	// ShardCountCache is how long an instance may use a counter's shard
+	// count without reading it again; it bounds how long a shrink merges.
+	ShardCountCache time.Duration
+
+	AutoSharding           bool
+	AutoShardingTarget     float64 // sustained shard writes per second per shard
+	AutoShardingInterval   time.Duration
+	AutoShardingSlowCommit time.Duration
 
 	InstrumentShards int
 
-	// IncrementRate is the sustained number of increments per second one
-	// user may send; IncrementBurst is the bucket size. Rate 0 disables the
-	// limit.
-	IncrementRate  float64
-	IncrementBurst int
+	Limits map[ratelimit.Budget]ratelimit.Limit
 
 	// PageTokenSecret signs queryInstruments page tokens.
 	PageTokenSecret string
@@ -53,62 +77,143 @@ type Config struct {
 	LogLevel slog.Level
 }
 
-// Setting documents one environment variable.
+// Scope says how a deployment passes a setting to the functions.
+type Scope int
+
+const (
+	// Deployed settings are passed with --set-env-vars when they are set
+	// in the environment of scripts/deploy.sh.
+	Deployed Scope = iota
+	// Secret settings are passed with --set-secrets: the environment of
+	// scripts/deploy.sh names a Secret Manager secret, and the function
+	// reads its value from the same variable.
+	Secret
+	// Local settings are for the emulators; a deployed function refuses
+	// them.
+	Local
+	// Platform settings are set by Google Cloud (or by the deploy plan
+	// itself); they are documented so their effect is known.
+	Platform
+)
+
+// Setting declares one environment variable.
 type Setting struct {
 	Name    string
-	Default string
+	Default string // as documented; parse receives it when the variable is unset
 	Doc     string
+	Scope   Scope
+	parse   func(c *Config, v string) error
 }
 
 // Settings lists every environment variable the functions read.
 var Settings = []Setting{
-	{"GOOGLE_CLOUD_PROJECT", "detected on Google Cloud", "Project id. Required with the emulators (use a `demo-` id)."},
-	{"FIRESTORE_EMULATOR_HOST", "unset", "`host:port` of the Firestore emulator; unset in production."},
-	{"FIREBASE_AUTH_EMULATOR_HOST", "unset", "`host:port` of the Auth emulator; ID tokens are then accepted unsigned."},
-	{"AUTH", "required", "`required`: HTTP functions need `Authorization: Bearer <Firebase ID token>`. `off`: no check (local demos only; logged as a warning)."},
-	{"CORS_ORIGINS", "none (`*` when AUTH=off)", "Comma-separated origins allowed to call the functions from a browser. `*` only with AUTH=off."},
-	{"ROLLUP_CADENCE", "1s", "Minimum time between two roll-up writes of one counter (Go duration, 50ms–1h)."},
-	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it."},
-	{"INCREMENT_RATE_PER_USER", "10", "Increments per second one user may sustain (token bucket); 0 disables the limit."},
-	{"INCREMENT_BURST_PER_USER", "20", "Token bucket size of the per-user increment limit."},
-	{"PAGE_TOKEN_SECRET", "derived from the project id", "Key that signs page tokens. Set a random value in production so tokens cannot be forged."},
-	{"LOG_LEVEL", "info", "`debug`, `info`, `warn` or `error`."},
+	{"GOOGLE_CLOUD_PROJECT", "", "Project id; detected on Google Cloud (`GCLOUD_PROJECT` is read when it is unset). Required with the emulators (use a `demo-` id).", Platform,
+		func(c *Config, v string) error { c.ProjectID = v; return nil }},
+	{"GCLOUD_PROJECT", "", "Older name of `GOOGLE_CLOUD_PROJECT`, read only when that is unset.", Platform,
+		func(c *Config, v string) error {
+			if c.ProjectID == "" {
+				c.ProjectID = v
+			}
+			return nil
+		}},
+	{"K_SERVICE", "", "Set by Cloud Functions / Cloud Run: the function is deployed. It then refuses the emulator settings and requires `PAGE_TOKEN_SECRET`.", Platform,
+		func(c *Config, v string) error { c.Deployed = v != ""; return nil }},
+	{"FIRESTORE_EMULATOR_HOST", "", "`host:port` of the Firestore emulator. Local only.", Local,
+		func(c *Config, v string) error { c.EmulatorHost = v; return nil }},
+	{"FIREBASE_AUTH_EMULATOR_HOST", "", "`host:port` of the Auth emulator; ID tokens are then accepted unsigned. Local only.", Local,
+		func(c *Config, v string) error { c.AuthEmulatorHost = v; return nil }},
+	{"AUTH", "required", "`required`: HTTP functions need `Authorization: Bearer <Firebase ID token>`. `off`: no check (local demos; deploying it needs `--insecure-open`).", Deployed,
+		func(c *Config, v string) error {
+			switch m := AuthMode(strings.ToLower(v)); m {
+			case AuthRequired, AuthOff:
+				c.Auth = m
+				return nil
+			}
+			return fmt.Errorf("must be \"required\" or \"off\", got %q", v)
+		}},
+	{"CORS_ORIGINS", "", "Comma-separated origins allowed to call the functions from a browser; none by default (`*` when `AUTH=off`, and only then).", Deployed,
+		func(c *Config, v string) error {
+			for o := range strings.SplitSeq(v, ",") {
+				if o = strings.TrimSpace(o); o == "" {
+					continue
+				}
+				if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+					return fmt.Errorf("origin %q must start with http:// or https://", o)
+				}
+				c.CORSOrigins = append(c.CORSOrigins, strings.TrimSuffix(o, "/"))
+			}
+			return nil
+		}},
+	{"FIRESTORE_DEADLINE", "10s", "Deadline of the Firestore work of one HTTP request; past it the answer is 503 `UNAVAILABLE` with `Retry-After`. HTTP functions are deployed with a timeout 5 s longer.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.FirestoreDeadline }, 100*time.Millisecond, 5*time.Minute)},
+	{"ROLLUP_CADENCE", "1s", "Minimum time between two roll-up writes of one counter (Go duration, 50ms–1h).", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.RollupCadence }, 50*time.Millisecond, time.Hour)},
+	{"RECONCILE_BUDGET", "4m", "How long one `reconcileCounters` run works before it saves its cursor and stops; the next run resumes there.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.ReconcileBudget }, time.Second, 8*time.Minute)},
+	{"GROUP_COMMIT", "on", "`on`: concurrent increments of one counter in one instance share a Firestore commit. `off`: one commit per increment.", Deployed,
+		onOff(func(c *Config) *bool { return &c.GroupCommit })},
+	{"GROUP_COMMIT_MAX_BATCH", "250", "Most increments in one shared commit (1–499; Firestore takes 500 writes per commit, one of them the shard).", Deployed,
+		intIn(func(c *Config) *int { return &c.GroupCommitMaxBatch }, 1, 499)},
+	{"GROUP_COMMIT_MAX_WAIT", "0s", "How long the first increment of a batch waits for others before committing; 0: never wait (only increments that queue behind a commit in flight share the next one).", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, 0, time.Second)},
+	{"SHARD_COUNT_CACHE", "5m", "How long an instance uses a counter's shard count before reading it again. A shrink keeps merging shards for this long (plus `FIRESTORE_DEADLINE`).", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.ShardCountCache }, time.Second, time.Hour)},
+	{"AUTO_SHARDING", "off", "`on`: the roll-up grows a counter whose shards run hot (see Resharding).", Deployed,
+		onOff(func(c *Config) *bool { return &c.AutoSharding })},
+	{"AUTO_SHARDING_TARGET", "1", "Sustained commits per second per shard above which automatic sharding grows a counter (production Firestore sustains about 1 per document).", Deployed,
+		func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				return fmt.Errorf("must be a number > 0, got %q", v)
+			}
+			c.AutoShardingTarget = f
+			return nil
+		}},
+	{"AUTO_SHARDING_INTERVAL", "10m", "Least time between two automatic growths of one counter.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingInterval }, time.Second, 24*time.Hour)},
+	{"AUTO_SHARDING_SLOW_COMMIT", "500ms", "An increment commit slower than this counts as contention for automatic sharding.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingSlowCommit }, time.Millisecond, time.Minute)},
+	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it.", Deployed,
+		intIn(func(c *Config) *int { return &c.InstrumentShards }, 1, 1000)},
+	{"RATE_LIMITS", ratelimit.DefaultsString(), "Per-user budgets, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults, rate 0 is unlimited. See Security.", Deployed,
+		func(c *Config, v string) (err error) { c.Limits, err = ratelimit.Parse(v); return err }},
+	{"PAGE_TOKEN_SECRET", "", "Key that signs page tokens. Required when deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
+		func(c *Config, v string) error {
+			if v != "" && len(v) < 16 {
+				return errors.New("must be at least 16 characters")
+			}
+			c.PageTokenSecret = v
+			return nil
+		}},
+	{"LOG_LEVEL", "info", "`debug`, `info`, `warn` or `error`.", Deployed,
+		func(c *Config, v string) error {
+			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+				return errors.New("must be debug, info, warn or error")
+			}
+			return nil
+		}},
 }
 
 // FromEnv reads and validates the configuration; getenv is usually
-// os.Getenv. The error lists every invalid setting.
+// os.Getenv. The error lists every invalid setting; the configuration is
+// then as far as it parsed (the edge still needs CORS_ORIGINS to answer a
+// browser with the 503).
 func FromEnv(getenv func(string) string) (Config, error) {
+	var c Config
 	var problems []error
-	bad := func(name, format string, args ...any) {
-		problems = append(problems, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))
+	bad := func(name string, err error) { problems = append(problems, fmt.Errorf("%s: %w", name, err)) }
+	for _, s := range Settings {
+		v := getenv(s.Name)
+		if v == "" {
+			v = s.Default
+		}
+		if err := s.parse(&c, v); err != nil {
+			bad(s.Name, err)
+		}
 	}
 
-	c := Config{
-		ProjectID:        first(getenv("GOOGLE_CLOUD_PROJECT"), getenv("GCLOUD_PROJECT")),
-		EmulatorHost:     getenv("FIRESTORE_EMULATOR_HOST"),
-		AuthEmulatorHost: getenv("FIREBASE_AUTH_EMULATOR_HOST"),
-		PageTokenSecret:  getenv("PAGE_TOKEN_SECRET"),
-	}
 	if c.EmulatorHost != "" && c.ProjectID == "" {
-		bad("GOOGLE_CLOUD_PROJECT", "must be set when FIRESTORE_EMULATOR_HOST is (use a demo- project id)")
-	}
-
-	switch v := AuthMode(strings.ToLower(first(getenv("AUTH"), string(AuthRequired)))); v {
-	case AuthRequired, AuthOff:
-		c.Auth = v
-	default:
-		bad("AUTH", "must be \"required\" or \"off\", got %q", v)
-	}
-
-	for _, o := range strings.Split(getenv("CORS_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o == "" {
-			continue
-		}
-		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
-			bad("CORS_ORIGINS", "origin %q must start with http:// or https://", o)
-			continue
-		}
-		c.CORSOrigins = append(c.CORSOrigins, strings.TrimSuffix(o, "/"))
+		bad("GOOGLE_CLOUD_PROJECT", errors.New("must be set when FIRESTORE_EMULATOR_HOST is (use a demo- project id)"))
 	}
 	if c.Auth == AuthOff && len(c.CORSOrigins) == 0 {
 		c.CORSOrigins = []string{"*"}
@@ -116,46 +221,88 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Auth == AuthRequired {
 		for _, o := range c.CORSOrigins {
 			if o == "*" {
-				bad("CORS_ORIGINS", "\"*\" is only allowed with AUTH=off; list the origins of your web app")
+				bad("CORS_ORIGINS", errors.New("\"*\" is only allowed with AUTH=off; list the origins of your web app"))
 			}
 		}
 	}
-
-	var err error
-	if c.RollupCadence, err = time.ParseDuration(first(getenv("ROLLUP_CADENCE"), "1s")); err != nil {
-		bad("ROLLUP_CADENCE", "%v", err)
-	} else if c.RollupCadence < 50*time.Millisecond || c.RollupCadence > time.Hour {
-		bad("ROLLUP_CADENCE", "must be between 50ms and 1h, got %s", c.RollupCadence)
-	}
-
-	if c.InstrumentShards, err = strconv.Atoi(first(getenv("INSTRUMENT_SHARDS"), "3")); err != nil {
-		bad("INSTRUMENT_SHARDS", "must be an integer")
-	} else if c.InstrumentShards < 1 || c.InstrumentShards > 1000 {
-		bad("INSTRUMENT_SHARDS", "must be between 1 and 1000, got %d", c.InstrumentShards)
-	}
-
-	if c.IncrementRate, err = strconv.ParseFloat(first(getenv("INCREMENT_RATE_PER_USER"), "10"), 64); err != nil || c.IncrementRate < 0 {
-		bad("INCREMENT_RATE_PER_USER", "must be a number >= 0")
-	}
-	if c.IncrementBurst, err = strconv.Atoi(first(getenv("INCREMENT_BURST_PER_USER"), "20")); err != nil || c.IncrementBurst < 1 {
-		bad("INCREMENT_BURST_PER_USER", "must be an integer >= 1")
-	}
-
-	if err := c.LogLevel.UnmarshalText([]byte(first(getenv("LOG_LEVEL"), "info"))); err != nil {
-		bad("LOG_LEVEL", "must be debug, info, warn or error")
+	if c.Deployed {
+		// An emulator setting on a deployed function would accept unsigned
+		// tokens or send data nowhere: refuse to serve.
+		for _, s := range Settings {
+			if s.Scope == Local && getenv(s.Name) != "" {
+				bad(s.Name, errors.New("must not be set on a deployed function (K_SERVICE is set): it is for the emulators only"))
+			}
+		}
+		if c.PageTokenSecret == "" {
+			bad("PAGE_TOKEN_SECRET", errors.New("is required when deployed: without it page tokens could be forged (scripts/deploy.sh passes it from Secret Manager)"))
+		}
 	}
 
 	if len(problems) > 0 {
-		return Config{}, fmt.Errorf("config: %w", errors.Join(problems...))
+		return c, fmt.Errorf("config: %w", errors.Join(problems...))
 	}
 	return c, nil
 }
 
-func first(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
+// Lookup returns the declaration of a setting.
+func Lookup(name string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Name == name {
+			return s, true
 		}
 	}
-	return ""
+	return Setting{}, false
+}
+
+// MarkdownTable renders Settings as the README's table.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| name | default | meaning |\n|---|---|---|\n")
+	for _, s := range Settings {
+		def := "unset"
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", s.Name, def, s.Doc)
+	}
+	return b.String()
+}
+
+func durationIn(field func(*Config) *time.Duration, lo, hi time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("must be a Go duration such as 1s or 250ms, got %q", v)
+		}
+		if d < lo || d > hi {
+			return fmt.Errorf("must be between %s and %s, got %s", lo, hi, d)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func intIn(field func(*Config) *int, lo, hi int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be an integer between %d and %d, got %q", lo, hi, v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func onOff(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "on":
+			*field(c) = true
+		case "off":
+			*field(c) = false
+		default:
+			return fmt.Errorf("must be \"on\" or \"off\", got %q", v)
+		}
+		return nil
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/ratelimit"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -19,7 +21,9 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Auth != AuthRequired || c.RollupCadence != time.Second || c.InstrumentShards != 3 ||
-		c.IncrementRate != 10 || c.IncrementBurst != 20 || c.LogLevel != slog.LevelInfo || len(c.CORSOrigins) != 0 {
+		c.LogLevel != slog.LevelInfo || len(c.CORSOrigins) != 0 || c.FirestoreDeadline != 10*time.Second ||
+		!c.GroupCommit || c.GroupCommitMaxBatch != 250 || c.GroupCommitMaxWait != 0 || c.ShardCountCache != 5*time.Minute ||
+		c.AutoSharding || c.Deployed || c.Limits[ratelimit.Increment] != ratelimit.Defaults[ratelimit.Increment] {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -44,22 +48,39 @@ func TestOrigins(t *testing.T) {
 	}
 }
 
+func TestProjectFallsBackToGCLOUD_PROJECT(t *testing.T) {
+	for _, tc := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"GCLOUD_PROJECT": "old"}, "old"},
+		{map[string]string{"GCLOUD_PROJECT": "old", "GOOGLE_CLOUD_PROJECT": "new"}, "new"},
+	} {
+		if c, err := FromEnv(env(tc.vars)); err != nil || c.ProjectID != tc.want {
+			t.Errorf("%v: project %q, %v", tc.vars, c.ProjectID, err)
+		}
+	}
+}
+
 func TestEveryProblemIsReported(t *testing.T) {
 	_, err := FromEnv(env(map[string]string{
-		"FIRESTORE_EMULATOR_HOST":  "127.0.0.1:8080",
-		"AUTH":                     "maybe",
-		"CORS_ORIGINS":             "example.com",
-		"ROLLUP_CADENCE":           "1ms",
-		"INSTRUMENT_SHARDS":        "0",
-		"INCREMENT_RATE_PER_USER":  "-1",
-		"INCREMENT_BURST_PER_USER": "x",
-		"LOG_LEVEL":                "loud",
+		"FIRESTORE_EMULATOR_HOST": "127.0.0.1:8080",
+		"AUTH":                    "maybe",
+		"CORS_ORIGINS":            "example.com",
+		"ROLLUP_CADENCE":          "1ms",
+		"INSTRUMENT_SHARDS":       "0",
+		"RATE_LIMITS":             "increment=-1:1",
+		"GROUP_COMMIT":            "yes",
+		"GROUP_COMMIT_MAX_BATCH":  "500",
+		"FIRESTORE_DEADLINE":      "forever",
+		"LOG_LEVEL":               "loud",
+		"PAGE_TOKEN_SECRET":       "short",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, name := range []string{"GOOGLE_CLOUD_PROJECT", "AUTH", "CORS_ORIGINS", "ROLLUP_CADENCE", "INSTRUMENT_SHARDS",
-		"INCREMENT_RATE_PER_USER", "INCREMENT_BURST_PER_USER", "LOG_LEVEL"} {
+		"RATE_LIMITS", "GROUP_COMMIT", "GROUP_COMMIT_MAX_BATCH", "FIRESTORE_DEADLINE", "LOG_LEVEL", "PAGE_TOKEN_SECRET"} {
 		if !strings.Contains(err.Error(), name+":") {
 			t.Errorf("error does not mention %s: %v", name, err)
 		}
@@ -72,16 +93,48 @@ func TestWildcardOriginNeedsAuthOff(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEverySetting keeps the README's settings table in step with
-// Settings.
-func TestREADMEListsEverySetting(t *testing.T) {
+// TestDeployedRefusesEmulatorsAndNeedsASecret: on Cloud Functions
+// (K_SERVICE set) an emulator host would accept unsigned ID tokens, and a
+// missing page-token key would make tokens forgeable.
+func TestDeployedRefusesEmulatorsAndNeedsASecret(t *testing.T) {
+	_, err := FromEnv(env(map[string]string{
+		"K_SERVICE":                   "getCounter",
+		"FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099",
+		"FIRESTORE_EMULATOR_HOST":     "127.0.0.1:8080",
+		"GOOGLE_CLOUD_PROJECT":        "p",
+	}))
+	for _, name := range []string{"FIREBASE_AUTH_EMULATOR_HOST:", "FIRESTORE_EMULATOR_HOST:", "PAGE_TOKEN_SECRET:"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("deployed with emulators and no secret: err does not name %s: %v", name, err)
+		}
+	}
+	c, err := FromEnv(env(map[string]string{"K_SERVICE": "getCounter", "PAGE_TOKEN_SECRET": "0123456789abcdef0123"}))
+	if err != nil || !c.Deployed {
+		t.Errorf("a correct deployed configuration: %+v, %v", c, err)
+	}
+	// The same emulator settings are fine locally.
+	if _, err := FromEnv(env(map[string]string{"FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099"})); err != nil {
+		t.Errorf("locally: %v", err)
+	}
+}
+
+// TestREADMESettingsTableIsGenerated keeps the README's settings table equal
+// to the one rendered from Settings.
+func TestREADMESettingsTableIsGenerated(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(readme), MarkdownTable()) {
+		t.Errorf("README.md's settings table differs from config.Settings; replace it with:\n%s", MarkdownTable())
+	}
+}
+
+func TestEverySettingParsesItsDefault(t *testing.T) {
 	for _, s := range Settings {
-		if !strings.Contains(string(readme), "| `"+s.Name+"` |") {
-			t.Errorf("README.md has no row for %s", s.Name)
+		var c Config
+		if err := s.parse(&c, s.Default); err != nil {
+			t.Errorf("%s: default %q: %v", s.Name, s.Default, err)
 		}
 	}
 }

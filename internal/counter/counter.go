@@ -24,8 +24,7 @@ const (
 	DefaultShards = 10
 )
 
-// Counter is a counter's metadata and, depending on how it was read, its
-// value.
+// Counter is a counter document: its shard count and its roll-up.
 type Counter struct {
 	ID        string
 	NumShards int
@@ -33,7 +32,45 @@ type Counter struct {
 	// before AsOf is included.
 	Count int64
 	AsOf  time.Time
+	// Version is the document's last update time (a write precondition).
+	Version time.Time
+	// Sums are the shard sums Count was taken from.
+	Sums Sums
+	// WriteRate is the roll-up's estimate of shard commits per second.
+	WriteRate float64
+	// Reshard is the last change of the shard count, if any.
+	Reshard Reshard
 }
+
+// Sums are the sums over a counter's shard documents, read in one
+// aggregation.
+type Sums struct {
+	Count int64
+	// Commits is how many commits wrote to the shards, and Slow how many
+	// of them followed a slow or contended commit of the same counter
+	// (evidence for automatic sharding).
+	Commits, Slow int64
+}
+
+// Reshard records a change of a counter's shard count.
+type Reshard struct {
+	From, To int
+	At       time.Time
+	// MergeUntil is set when shrinking: until then instances may still
+	// write to shards >= To (they cache the shard count), so merging them
+	// into shards < To goes on. MergedAt is when the last merge left no
+	// shard >= To.
+	MergeUntil time.Time
+	MergedAt   time.Time
+	Reason     string
+}
+
+// Merging reports whether shards >= To may still exist.
+func (r Reshard) Merging() bool { return !r.MergeUntil.IsZero() && r.MergedAt.IsZero() }
+
+// MergeTarget is the shard a shard k >= n is merged into when shrinking to
+// n shards.
+func MergeTarget(k, n int) int { return k % n }
 
 // ValidateID checks a counter id: 1–128 characters of [A-Za-z0-9_.-], not
 // "." or "..", and not of the reserved form __*__. Such ids are valid
@@ -116,7 +153,10 @@ func ShardsFor(followers int64, pt PostType) int {
 	if followers <= 0 {
 		return MinShards
 	}
-	n := (followers + k - 1) / k
+	n := followers / k // ceil without followers+k-1, which overflows near MaxInt64
+	if followers%k != 0 {
+		n++
+	}
 	return int(min(max(n, MinShards), MaxShards))
 }
 

@@ -1,6 +1,7 @@
 package counter
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -29,6 +30,9 @@ func TestShardsFor(t *testing.T) {
 		{10_000_000, Protected, 1000},
 		{50_000_000, Protected, 1000},
 		{-5, Public, 1},
+		// Near the int64 maximum ceil(followers/k) must not overflow into 1.
+		{math.MaxInt64, Public, 1000},
+		{math.MaxInt64 - 1, Protected, 1000},
 	} {
 		if got := ShardsFor(tc.followers, tc.post); got != tc.want {
 			t.Errorf("ShardsFor(%d, %s) = %d, want %d", tc.followers, tc.post, got, tc.want)

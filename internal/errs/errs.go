@@ -1,9 +1,10 @@
 // Package errs is the project's one error vocabulary.
 //
-// Domain code returns *Error values with a Code and a message that names the
-// offending field; the HTTP edge maps each Code to a status exactly once
-// (see internal/httpapi). Any other error is an internal error: it is logged
-// and never shown to a client.
+// Domain and storage code return *Error values with a Code and a message
+// that names the offending field; the HTTP edge maps each Code to a status
+// exactly once (internal/httpapi), for the plain JSON API and the Firebase
+// callable protocol alike. Any other error is an internal error: it is
+// logged and never shown to a client.
 package errs
 
 import (
@@ -13,28 +14,33 @@ import (
 )
 
 // Code classifies an error for clients. The values are the strings clients
-// see in {"error": {"code": ...}}.
+// see in {"error": {"code": ...}}; most are also callable status names.
 type Code string
 
 const (
-	InvalidArgument   Code = "INVALID_ARGUMENT"
-	Unauthenticated   Code = "UNAUTHENTICATED"
-	PermissionDenied  Code = "PERMISSION_DENIED"
-	NotFound          Code = "NOT_FOUND"
-	MethodNotAllowed  Code = "METHOD_NOT_ALLOWED"
-	AlreadyExists     Code = "ALREADY_EXISTS"
-	PayloadTooLarge   Code = "PAYLOAD_TOO_LARGE"
-	ResourceExhausted Code = "RESOURCE_EXHAUSTED"
-	Unavailable       Code = "UNAVAILABLE"
-	Internal          Code = "INTERNAL"
+	InvalidArgument      Code = "INVALID_ARGUMENT"
+	Unauthenticated      Code = "UNAUTHENTICATED"
+	PermissionDenied     Code = "PERMISSION_DENIED"
+	NotFound             Code = "NOT_FOUND"
+	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
+	AlreadyExists        Code = "ALREADY_EXISTS"
+	FailedPrecondition   Code = "FAILED_PRECONDITION"
+	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
+	ResourceExhausted    Code = "RESOURCE_EXHAUSTED"
+	Unavailable          Code = "UNAVAILABLE"
+	Internal             Code = "INTERNAL"
 )
 
 // Error is an error a client may see.
 type Error struct {
 	Code    Code
 	Message string
+	// Field is the request field, header or parameter to fix, when one is
+	// to blame; Message starts with it.
+	Field string
 	// RetryAfter, when set, tells the client how long to wait before trying
-	// again (RESOURCE_EXHAUSTED, UNAVAILABLE).
+	// again (RESOURCE_EXHAUSTED, UNAVAILABLE, FAILED_PRECONDITION).
 	RetryAfter time.Duration
 	// Err is the underlying cause, logged but never shown to clients.
 	Err error
@@ -57,12 +63,30 @@ func New(code Code, format string, args ...any) *Error {
 // Invalid reports a bad request field; the message starts with the field name
 // so clients can tell which input to fix.
 func Invalid(field, format string, args ...any) *Error {
-	return &Error{Code: InvalidArgument, Message: field + " " + fmt.Sprintf(format, args...)}
+	return &Error{Code: InvalidArgument, Field: field, Message: field + " " + fmt.Sprintf(format, args...)}
+}
+
+// Under returns err with its field placed under prefix, e.g. "items[3].",
+// for errors of one element of a list; other errors are returned as is.
+func Under(prefix string, err error) error {
+	e, ok := errors.AsType[*Error](err)
+	if !ok || prefix == "" || e.Field == "" {
+		return err
+	}
+	c := *e
+	c.Field, c.Message = prefix+e.Field, prefix+e.Message
+	return &c
 }
 
 // Wrap returns an *Error with the given code whose cause is err.
 func Wrap(code Code, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Retryable returns an UNAVAILABLE error asking the client to retry after
+// wait; cause is logged, never shown.
+func Retryable(cause error, wait time.Duration, format string, args ...any) *Error {
+	return &Error{Code: Unavailable, Message: fmt.Sprintf(format, args...), RetryAfter: wait, Err: cause}
 }
 
 // CodeOf returns the Code of err, or Internal when err is not an *Error.

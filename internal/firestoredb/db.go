@@ -1,6 +1,16 @@
-// Package firestoredb is the project's access to Firestore: opening clients
-// for production or the emulator, the SUM aggregation with its read time, and
-// the stores of counters built on them.
+// Package firestoredb is the project's only access to Firestore: opening
+// clients for production or the emulator, one-round-trip commits that are
+// never retried blindly, SUM aggregations with their read time, and the
+// stores of counters and instruments built on them.
+//
+// Every error it returns is classified (internal/errs): a failure a retry
+// can fix is UNAVAILABLE with a Retry-After, NOT_FOUND and ALREADY_EXISTS
+// mean what they say, anything else is internal. Callers never look at
+// gRPC codes.
+//
+// Every commit, document read and aggregation is counted where it happens,
+// under the label of its context (WithLabel), so costs are measured, not
+// computed (Stats).
 package firestoredb
 
 import (
@@ -10,11 +20,14 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	vkit "cloud.google.com/go/firestore/apiv1"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,13 +40,16 @@ import (
 
 // DB holds the Firestore clients of one process.
 type DB struct {
-	// Client is the high-level client used for everything but Sum.
-	Client *firestore.Client
-	// raw is the generated client: unlike Client it exposes the read time
-	// of an aggregation, which Sum needs.
+	// client is the high-level client, for reads and queries.
+	client *firestore.Client
+	// raw is the generated client, for commits (one round trip, retries
+	// under our control) and aggregations (with their read time).
 	raw *vkit.Client
 	// database is "projects/P/databases/(default)".
 	database string
+
+	statsMu sync.Mutex
+	stats   map[string]*Ops
 }
 
 // Open connects to Firestore. projectID may be empty to detect it from the
@@ -43,27 +59,28 @@ func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
 	if projectID == "" {
 		projectID = firestore.DetectProjectID
 	}
-	client, err := firestore.NewClient(ctx, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("firestoredb: open client: %w", err)
-	}
 	var opts []option.ClientOption
 	if emulatorHost != "" {
+		// Both clients on this connection, whatever the process's own
+		// FIRESTORE_EMULATOR_HOST says.
 		conn, err := grpc.NewClient("passthrough:///"+emulatorHost,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(ownerCredentials{}))
 		if err != nil {
-			client.Close()
 			return nil, fmt.Errorf("firestoredb: dial emulator %s: %w", emulatorHost, err)
 		}
-		opts = append(opts, option.WithGRPCConn(conn))
+		opts = append(opts, option.WithGRPCConn(conn), option.WithoutAuthentication())
+	}
+	client, err := firestore.NewClient(ctx, projectID, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("firestoredb: open client: %w", err)
 	}
 	raw, err := vkit.NewClient(ctx, opts...)
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("firestoredb: open raw client: %w", err)
 	}
-	return &DB{Client: client, raw: raw, database: dbPath(client.Collection("_").Path)}, nil
+	return &DB{client: client, raw: raw, database: dbPath(client.Collection("_").Path), stats: map[string]*Ops{}}, nil
 }
 
 // ProjectID returns the project the clients work in.
@@ -75,7 +92,7 @@ func (db *DB) ProjectID() string {
 
 // Close releases both clients.
 func (db *DB) Close() error {
-	return errors.Join(db.Client.Close(), db.raw.Close())
+	return errors.Join(db.client.Close(), db.raw.Close())
 }
 
 // ownerCredentials is how the emulator recognises an admin (rules bypassed),
@@ -87,42 +104,88 @@ func (ownerCredentials) GetRequestMetadata(context.Context, ...string) (map[stri
 }
 func (ownerCredentials) RequireTransportSecurity() bool { return false }
 
-// Sum returns the sum of the integer field over every document of coll and
-// the read time of the snapshot it was computed on: every write committed at
-// or before that time is included, none after. Documents without the field
-// count 0. Firestore bills one document read per 1,000 index entries scanned.
-func (db *DB) Sum(ctx context.Context, coll *firestore.CollectionRef, field string) (int64, time.Time, error) {
+// noRetry turns off the generated client's automatic retry of Commit (on
+// UNAVAILABLE and RESOURCE_EXHAUSTED): a commit whose answer was lost may
+// have been applied, and sending it again would apply an unkeyed increment
+// twice. Callers decide what a failed commit means.
+var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
+
+// commit applies writes atomically in one round trip, never retried. The
+// firestore package offers this only through the deprecated WriteBatch or
+// a transaction (two round trips), hence the raw call. Errors are raw gRPC
+// errors: callers look at AlreadyExists and FailedPrecondition, then
+// classify.
+func (db *DB) commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitResponse, error) {
+	ops := db.ops(ctx)
+	ops.Commits.Add(1)
+	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", db.database)
+	resp, err := db.raw.Commit(ctx, &pb.CommitRequest{Database: db.database, Writes: writes}, noRetry)
+	if err != nil {
+		ops.FailedCommits.Add(1)
+		return nil, err
+	}
+	ops.Writes.Add(int64(len(writes)))
+	return resp, nil
+}
+
+// get reads one document; a missing one is a codes.NotFound error.
+func (db *DB) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	db.ops(ctx).Reads.Add(1)
+	return ref.Get(ctx)
+}
+
+// getAll reads documents in one round trip; missing ones have
+// Exists() false. Firestore bills each one as a read.
+func (db *DB) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	db.ops(ctx).Reads.Add(int64(len(refs)))
+	return db.client.GetAll(ctx, refs)
+}
+
+// queryAll runs a query and counts the documents it returns (Firestore
+// bills at least one read per query).
+func (db *DB) queryAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	docs, err := q.Documents(ctx).GetAll()
+	db.ops(ctx).Reads.Add(int64(max(1, len(docs))))
+	return docs, err
+}
+
+// sum returns the sums of integer fields over every document of coll, in
+// fields' order, and the read time of the snapshot: every write committed
+// at or before it is included, none after. Documents without a field count
+// 0 for it. Firestore bills one read per 1,000 index entries scanned.
+func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...string) ([]int64, time.Time, error) {
+	db.ops(ctx).Aggregations.Add(1)
 	parent := db.database + "/documents"
 	if coll.Parent != nil {
 		parent = coll.Parent.Path
+	}
+	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
+	for i, f := range fields {
+		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
+			Alias: fmt.Sprintf("s%d", i),
+			Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{
+				Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{Field: &pb.StructuredQuery_FieldReference{FieldPath: f}},
+			},
+		}
 	}
 	req := &pb.RunAggregationQueryRequest{
 		Parent: parent,
 		QueryType: &pb.RunAggregationQueryRequest_StructuredAggregationQuery{
 			StructuredAggregationQuery: &pb.StructuredAggregationQuery{
 				QueryType: &pb.StructuredAggregationQuery_StructuredQuery{
-					StructuredQuery: &pb.StructuredQuery{
-						From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: coll.ID}},
-					},
+					StructuredQuery: &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: coll.ID}}},
 				},
-				Aggregations: []*pb.StructuredAggregationQuery_Aggregation{{
-					Alias: "total",
-					Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{
-						Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{
-							Field: &pb.StructuredQuery_FieldReference{FieldPath: field},
-						},
-					},
-				}},
+				Aggregations: aggs,
 			},
 		},
 	}
 	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", db.database)
 	stream, err := db.raw.RunAggregationQuery(ctx, req)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("firestoredb: sum %s: %w", coll.Path, err)
+		return nil, time.Time{}, err
 	}
 	var (
-		total    *pb.Value
+		result   map[string]*pb.Value
 		readTime time.Time
 	)
 	for {
@@ -131,31 +194,43 @@ func (db *DB) Sum(ctx context.Context, coll *firestore.CollectionRef, field stri
 			break
 		}
 		if err != nil {
-			return 0, time.Time{}, fmt.Errorf("firestoredb: sum %s: %w", coll.Path, err)
+			return nil, time.Time{}, err
 		}
 		if res.GetResult() != nil {
-			total = res.GetResult().GetAggregateFields()["total"]
+			result = res.GetResult().GetAggregateFields()
 		}
 		if res.GetReadTime() != nil {
 			readTime = res.GetReadTime().AsTime()
 		}
 	}
-	if total == nil || readTime.IsZero() {
-		return 0, time.Time{}, fmt.Errorf("firestoredb: sum %s: empty response", coll.Path)
+	if result == nil || readTime.IsZero() {
+		return nil, time.Time{}, fmt.Errorf("firestoredb: sum %s: empty response", coll.Path)
 	}
-	switch v := total.GetValueType().(type) {
+	out := make([]int64, len(fields))
+	for i := range fields {
+		n, err := integer(result[fmt.Sprintf("s%d", i)])
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("firestoredb: sum of %s in %s: %w", fields[i], coll.Path, err)
+		}
+		out[i] = n
+	}
+	return out, readTime, nil
+}
+
+func integer(v *pb.Value) (int64, error) {
+	switch v := v.GetValueType().(type) {
 	case *pb.Value_IntegerValue:
-		return v.IntegerValue, readTime, nil
+		return v.IntegerValue, nil
 	case *pb.Value_DoubleValue:
 		// Firestore switches to a double when the sum overflows int64.
 		if v.DoubleValue == math.Trunc(v.DoubleValue) && math.Abs(v.DoubleValue) < 1<<63 {
-			return int64(v.DoubleValue), readTime, nil
+			return int64(v.DoubleValue), nil
 		}
-		return 0, time.Time{}, fmt.Errorf("firestoredb: sum %s overflows int64", coll.Path)
-	case *pb.Value_NullValue:
-		return 0, readTime, nil
+		return 0, errors.New("overflows int64")
+	case *pb.Value_NullValue, nil:
+		return 0, nil
 	}
-	return 0, time.Time{}, fmt.Errorf("firestoredb: sum %s: unexpected value %v", coll.Path, total)
+	return 0, fmt.Errorf("unexpected value %v", v)
 }
 
 // dbPath returns "projects/P/databases/D" of a full document or collection
@@ -171,8 +246,8 @@ func dbPath(p string) string {
 	return p
 }
 
-// Code returns the gRPC code of a Firestore error.
-func Code(err error) codes.Code {
+// code returns the gRPC code of a Firestore error.
+func code(err error) codes.Code {
 	if err == nil {
 		return codes.OK
 	}
@@ -185,29 +260,77 @@ func Code(err error) codes.Code {
 	return status.Code(err)
 }
 
-// Transient reports whether retrying the same call later may succeed.
-func Transient(err error) bool {
-	switch Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted, codes.Canceled, codes.Internal:
-		return true
-	}
-	return false
-}
+// retryAfter is what a client is told to wait after a transient failure.
+const retryAfter = time.Second
 
-// Classify turns a Firestore failure into a client-facing error: transient
-// failures become UNAVAILABLE (503, retry after a second), anything else is
-// internal.
-func Classify(err error, what string) error {
+// classify turns a Firestore failure into the errs vocabulary: a failure a
+// retry can fix (unavailable, overloaded, contended, too slow for the
+// request's deadline, cancelled) is UNAVAILABLE; anything else is an
+// internal error prefixed with what failed.
+func classify(err error, what string) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := errors.AsType[*errs.Error](err); ok {
 		return err
 	}
-	if Transient(err) {
-		e := errs.Wrap(errs.Unavailable, err, "Firestore is busy; retry shortly")
-		e.RetryAfter = time.Second
-		return e
+	switch code(err) {
+	case codes.DeadlineExceeded:
+		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore did not answer within the deadline; retry shortly")
+	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Internal, codes.Unknown:
+		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore is unavailable or busy; retry shortly")
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("firestoredb: %s: %w", what, err)
+}
+
+// Ops counts the Firestore operations made under one label.
+type Ops struct {
+	Commits       atomic.Int64 // commits sent
+	FailedCommits atomic.Int64 // of which failed
+	Writes        atomic.Int64 // writes of the commits that succeeded (billed)
+	Reads         atomic.Int64 // documents read or requested (billed)
+	Aggregations  atomic.Int64 // aggregation queries
+}
+
+// OpCounts is a snapshot of Ops.
+type OpCounts struct {
+	Commits       int64 `json:"commits"`
+	FailedCommits int64 `json:"failed_commits"`
+	Writes        int64 `json:"writes"`
+	Reads         int64 `json:"reads"`
+	Aggregations  int64 `json:"aggregations"`
+}
+
+type labelKey struct{}
+
+// WithLabel returns a context whose Firestore operations are counted under
+// label (e.g. "increment", "rollup").
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+func (db *DB) ops(ctx context.Context) *Ops {
+	label, _ := ctx.Value(labelKey{}).(string)
+	if label == "" {
+		label = "other"
+	}
+	db.statsMu.Lock()
+	defer db.statsMu.Unlock()
+	o := db.stats[label]
+	if o == nil {
+		o = &Ops{}
+		db.stats[label] = o
+	}
+	return o
+}
+
+// Stats returns the operations counted so far, by label.
+func (db *DB) Stats() map[string]OpCounts {
+	db.statsMu.Lock()
+	defer db.statsMu.Unlock()
+	out := make(map[string]OpCounts, len(db.stats))
+	for label, o := range db.stats {
+		out[label] = OpCounts{o.Commits.Load(), o.FailedCommits.Load(), o.Writes.Load(), o.Reads.Load(), o.Aggregations.Load()}
+	}
+	return out
 }

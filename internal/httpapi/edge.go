@@ -1,80 +1,101 @@
-// Package httpapi is the HTTP edge shared by every function: CORS, method
-// checks, authentication, strict JSON decoding, the one table that maps error
-// codes to statuses, buffered JSON responses, and one log line per request.
+// Package httpapi is the HTTP edge shared by every function: CORS, methods,
+// content types, authentication, strict JSON, the Firebase callable
+// protocol next to the plain JSON API, the one table that maps error codes
+// to statuses, buffered JSON responses, a deadline on the request's work,
+// and one log line per request.
+//
+// # Two protocols on one URL
+//
+// A plain request is a GET with a query string or a POST with a JSON
+// object; it answers the object, or {"error": {"code", "message"}}.
+//
+// A callable request (https://firebase.google.com/docs/functions/callable-reference,
+// what httpsCallable in the Firebase SDKs sends) is a POST whose JSON body
+// has exactly one member, "data"; it answers {"result": …} or {"error":
+// {"status", "message", "details"}} with the status names and HTTP codes
+// of google.rpc.Code. Handlers see neither: Request.Decode reads the plain
+// body, the query string or the callable data into the same struct.
 package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
 )
 
-// statusOf is the one mapping from error codes to HTTP statuses.
-var statusOf = map[errs.Code]int{
-	errs.InvalidArgument:   http.StatusBadRequest,
-	errs.Unauthenticated:   http.StatusUnauthorized,
-	errs.PermissionDenied:  http.StatusForbidden,
-	errs.NotFound:          http.StatusNotFound,
-	errs.MethodNotAllowed:  http.StatusMethodNotAllowed,
-	errs.AlreadyExists:     http.StatusConflict,
-	errs.PayloadTooLarge:   http.StatusRequestEntityTooLarge,
-	errs.ResourceExhausted: http.StatusTooManyRequests,
-	errs.Unavailable:       http.StatusServiceUnavailable,
-	errs.Internal:          http.StatusInternalServerError,
-}
-
-// Status returns the HTTP status for an error's code.
-func Status(err error) int {
-	if s, ok := statusOf[errs.CodeOf(err)]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// ErrorBody is the JSON shape of every error response.
-type ErrorBody struct {
-	Error struct {
-		Code    errs.Code `json:"code"`
-		Message string    `json:"message"`
-	} `json:"error"`
-}
-
-// Request describes the request being served, for the handler and for the
-// request's log line.
+// Request is one decoded request as a handler sees it.
 type Request struct {
-	Function  string
-	User      string // Firebase uid; empty when AUTH=off
-	CounterID string
+	Function string
+	User     string // Firebase uid; empty when authentication is off
+	// Anonymous is true for users of Firebase anonymous sign-in.
+	Anonymous bool
+	Callable  bool
+	HTTP      *http.Request
+
+	header http.Header // of the response
+	input  []byte      // a JSON object: the plain body or the callable data
+	query  url.Values  // a plain GET's parameters
 }
 
-// Handle serves one decoded request: it returns the success status and body,
-// or an error whose code picks the status.
-type Handle func(w http.ResponseWriter, r *http.Request, req *Request) (int, any, error)
+// Decode reads the request's input into dst (a pointer to a struct with
+// json tags), strictly; errors are INVALID_ARGUMENT and name the field.
+func (r *Request) Decode(dst any) error {
+	if r.input == nil {
+		return UnmarshalQuery(r.query, dst)
+	}
+	return Unmarshal(r.input, dst)
+}
+
+// Header returns a header of the request.
+func (r *Request) Header(name string) string { return r.HTTP.Header.Get(name) }
+
+// SetHeader sets a header of the response.
+func (r *Request) SetHeader(name, value string) { r.header.Set(name, value) }
+
+// Handle serves one request: it returns the success status and body, or an
+// error whose code picks the status. ctx carries the request's deadline and
+// logger.
+type Handle func(ctx context.Context, req *Request) (int, any, error)
 
 // Endpoint is one HTTP function.
 type Endpoint struct {
 	Name   string
 	Method string // GET or POST; OPTIONS is answered for CORS
-	// Public endpoints authenticate their callers (Edge.Authenticate);
-	// private ones are protected by IAM where they are deployed.
-	Public bool
-	Handle Handle
+	// Public endpoints authenticate their callers (Edge.Authenticate) and
+	// speak the callable protocol too; private ones are protected by IAM
+	// where they are deployed.
+	Public  bool
+	MaxBody int64
+	// Deadline bounds the handler's work instead of Edge.Deadline, when set.
+	Deadline time.Duration
+	Handle   Handle
 }
 
-// Authenticator returns the uid of the request's caller or an
-// UNAUTHENTICATED error.
-type Authenticator func(ctx context.Context, r *http.Request) (string, error)
+// Caller is who sent a request, from its Firebase ID token.
+type Caller struct {
+	UID       string
+	Anonymous bool // signed in with Firebase anonymous sign-in
+}
+
+// Authenticator returns the request's caller or an UNAUTHENTICATED error;
+// it is nil when authentication is off.
+type Authenticator func(ctx context.Context, r *http.Request) (Caller, error)
 
 // Edge holds what every endpoint shares.
 type Edge struct {
@@ -82,31 +103,35 @@ type Edge struct {
 	ProjectID string // for trace ids in logs
 	// Origins are the CORS origins allowed; "*" allows any.
 	Origins []string
-	// Authenticate is nil when authentication is off (AUTH=off).
-	Authenticate Authenticator
+	// Authenticate returns the caller's uid, or nil when authentication is
+	// off. It is looked up per request, so it may be built lazily.
+	Authenticate func() (Authenticator, error)
+	// Deadline bounds a handler's work (its Firestore calls).
+	Deadline time.Duration
 }
+
+// allowedHeaders are the request headers browsers may send: ours, and the
+// ones the Firebase callable SDKs add.
+const allowedHeaders = "Authorization, Content-Type, Idempotency-Key, X-Firebase-AppCheck, Firebase-Instance-ID-Token"
 
 // Handler wraps an endpoint with the shared edge behaviour.
 func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		req := &Request{Function: ep.Name}
-		log := e.Logger.With(attrsAny(logging.TraceAttrs(r, e.ProjectID))...)
-		r = r.WithContext(logging.WithLogger(r.Context(), log))
+		ctx := logging.NewContext(r.Context(), e.Logger.With(attrsAny(logging.TraceAttrs(r, e.ProjectID))...))
+		r = r.WithContext(ctx)
+		req := &Request{Function: ep.Name, HTTP: r, header: w.Header()}
 
 		status, err := e.serve(w, r, ep, req)
 
 		level := slog.LevelInfo
 		attrs := []slog.Attr{
-			slog.String("function", req.Function),
+			slog.String("function", ep.Name),
 			slog.Int("status", status),
 			slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000),
 		}
-		if req.CounterID != "" {
-			attrs = append(attrs, slog.String("counter_id", req.CounterID))
-		}
-		if req.User != "" {
-			attrs = append(attrs, slog.String("user", req.User))
+		if req.Callable {
+			attrs = append(attrs, slog.String("protocol", "callable"))
 		}
 		if err != nil {
 			attrs = append(attrs, slog.String("error", err.Error()))
@@ -121,11 +146,15 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 			slog.String("latency", fmt.Sprintf("%.6fs", time.Since(start).Seconds())),
 			slog.String("userAgent", r.UserAgent()),
 		))
-		log.LogAttrs(r.Context(), level, "request", attrs...)
+		logging.FromContext(ctx).LogAttrs(ctx, level, "request", attrs...)
 	}
 }
 
 func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *Request) (int, error) {
+	methods := ep.Method
+	if ep.Public && ep.Method != http.MethodPost {
+		methods += ", POST" // the callable form
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		allowed := e.allowOrigin(origin)
 		if allowed != "" {
@@ -137,35 +166,121 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 			if allowed == "" {
 				return WriteError(w, errs.New(errs.PermissionDenied, "origin %q is not allowed (CORS_ORIGINS)", origin))
 			}
-			w.Header().Set("Access-Control-Allow-Methods", ep.Method+", OPTIONS")
-			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key")
+			w.Header().Set("Access-Control-Allow-Methods", methods+", OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", allowedHeaders)
 			w.Header().Set("Access-Control-Max-Age", "3600")
 			w.WriteHeader(http.StatusNoContent)
 			return http.StatusNoContent, nil
 		}
 	}
 	if r.Method == http.MethodOptions {
-		w.Header().Set("Allow", ep.Method+", OPTIONS")
+		w.Header().Set("Allow", methods+", OPTIONS")
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent, nil
 	}
-	if r.Method != ep.Method {
-		w.Header().Set("Allow", ep.Method+", OPTIONS")
-		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s", ep.Name, ep.Method, r.Method))
+	notAllowed := func(hint string) (int, error) {
+		w.Header().Set("Allow", methods+", OPTIONS")
+		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, r.Method, hint))
 	}
-	if e.Authenticate != nil && ep.Public {
-		uid, err := e.Authenticate(r.Context(), r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
+
+	switch {
+	case r.Method == http.MethodGet && ep.Method == http.MethodGet:
+		req.query = r.URL.Query()
+	case r.Method == http.MethodPost:
+		if err := e.readBody(w, r, ep, req); err != nil {
+			if errs.Is(err, errs.MethodNotAllowed) {
+				return notAllowed(" (a POST must be a callable request, {\"data\": {…}})")
+			}
 			return WriteError(w, err)
 		}
-		req.User = uid
+	default:
+		return notAllowed("")
 	}
-	status, body, err := ep.Handle(w, r, req)
-	if err != nil {
-		return WriteError(w, err)
+
+	fail := WriteError
+	if req.Callable {
+		fail = writeCallableError
+	}
+	if ep.Public && e.Authenticate != nil {
+		authenticate, err := e.Authenticate()
+		if err != nil {
+			return fail(w, err)
+		}
+		if authenticate != nil {
+			caller, err := authenticate(r.Context(), r)
+			if err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
+				return fail(w, err)
+			}
+			req.User, req.Anonymous = caller.UID, caller.Anonymous
+			logging.Annotate(r.Context(), "user", caller.UID)
+		}
+	}
+
+	ctx := r.Context()
+	if d := cmp.Or(ep.Deadline, e.Deadline); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	status, body, err := ep.Handle(ctx, req)
+	switch {
+	case err != nil:
+		return fail(w, err)
+	case req.Callable:
+		return writeCallableResult(w, body)
 	}
 	return WriteJSON(w, status, body)
+}
+
+// readBody reads a POST body: a JSON object for a POST endpoint, or a
+// callable request ({"data": …}) for any public endpoint.
+func (e *Edge) readBody(w http.ResponseWriter, r *http.Request, ep Endpoint, req *Request) error {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		if ep.Method != http.MethodPost {
+			return errs.New(errs.MethodNotAllowed, "not a callable request")
+		}
+		return &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
+			Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return errs.New(errs.PayloadTooLarge, "request body must be at most %d bytes", ep.MaxBody)
+	}
+	if err != nil {
+		return errs.Wrap(errs.InvalidArgument, err, "request body could not be read")
+	}
+	if data, ok := callableData(body); ok && ep.Public {
+		req.Callable, req.input = true, data
+		return nil
+	}
+	if ep.Method != http.MethodPost {
+		return errs.New(errs.MethodNotAllowed, "not a callable request")
+	}
+	req.input = body
+	return nil
+}
+
+// callableData returns the data of a callable request, whose body is an
+// object with exactly one member, "data". Calling with no argument sends
+// null, which reads as {}.
+func callableData(body []byte) ([]byte, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' || checkDepth(trimmed, MaxDepth+1) != nil {
+		return nil, false
+	}
+	var envelope map[string]jsontext.Value
+	if json.Unmarshal(trimmed, &envelope) != nil || len(envelope) != 1 {
+		return nil, false
+	}
+	data, ok := envelope["data"]
+	if !ok {
+		return nil, false
+	}
+	if data.Kind() == 'n' {
+		return []byte("{}"), true
+	}
+	return data, true
 }
 
 func (e *Edge) allowOrigin(origin string) string {
@@ -176,54 +291,6 @@ func (e *Edge) allowOrigin(origin string) string {
 		return origin
 	}
 	return ""
-}
-
-// WriteJSON renders body into a buffer first, so a failed encode never sends
-// half a response, then writes it with status.
-func WriteJSON(w http.ResponseWriter, status int, body any) (int, error) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(body); err != nil {
-		return WriteError(w, fmt.Errorf("encode response: %w", err))
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-	return status, nil
-}
-
-// WriteError writes err as {"error": {"code", "message"}}. Internal errors
-// are shown as a generic message; their detail goes to the log only. It
-// returns the status written and err, for the request's log line.
-func WriteError(w http.ResponseWriter, err error) (int, error) {
-	var body ErrorBody
-	body.Error.Code = errs.CodeOf(err)
-	body.Error.Message = "internal error"
-	if e, ok := clientError(err); ok {
-		body.Error.Message = e.Message
-		if e.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(max(1, e.RetryAfter.Round(time.Second)/time.Second))))
-		}
-	}
-	status := Status(err)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(body) // cannot fail: two strings
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-	return status, err
-}
-
-// clientError returns the *errs.Error a client may see, if err holds one.
-func clientError(err error) (*errs.Error, bool) {
-	e, ok := errors.AsType[*errs.Error](err)
-	if !ok || e.Code == errs.Internal {
-		return nil, false
-	}
-	return e, true
 }
 
 func attrsAny(attrs []slog.Attr) []any {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
 )
@@ -21,64 +23,229 @@ type body struct {
 	} `json:"inner"`
 }
 
-func testEdge() http.HandlerFunc {
-	e := &Edge{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Origins: []string{"https://app.example.com"}}
-	return e.Handler(Endpoint{Name: "test", Method: http.MethodPost, Public: true,
-		Handle: func(w http.ResponseWriter, r *http.Request, req *Request) (int, any, error) {
-			var b body
-			if err := DecodeJSON(w, r, 1<<10, &b); err != nil {
-				return 0, nil, err
-			}
-			if b.Count != nil && *b.Count < 0 {
-				return 0, nil, errs.Invalid("count", "must not be negative")
-			}
-			return http.StatusOK, map[string]bool{"ok": true}, nil
-		}})
+func quietLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
+
+func echo(_ context.Context, req *Request) (int, any, error) {
+	var b body
+	if err := req.Decode(&b); err != nil {
+		return 0, nil, err
+	}
+	if b.Count != nil && *b.Count < 0 {
+		return 0, nil, errs.Invalid("count", "must not be negative")
+	}
+	return http.StatusCreated, map[string]any{"ok": true, "count": b.Count, "user": req.User}, nil
 }
 
-func TestEdge(t *testing.T) {
-	h := testEdge()
+func testEdge(method string) http.HandlerFunc {
+	e := &Edge{Logger: quietLogger(), Origins: []string{"https://app.example.com"}}
+	return e.Handler(Endpoint{Name: "test", Method: method, Public: true, MaxBody: 1 << 10, Handle: echo})
+}
+
+type result struct {
+	status int
+	code   string // error.code (plain) or error.status (callable)
+	body   string
+	header http.Header
+}
+
+func call(h http.HandlerFunc, method, target, contentType, b string, headers ...string) result {
+	req := httptest.NewRequest(method, target, strings.NewReader(b))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h(rec, req)
+	var e struct {
+		Error struct{ Code, Status string }
+	}
+	json.Unmarshal(rec.Body.Bytes(), &e)
+	return result{rec.Code, e.Error.Code + e.Error.Status, rec.Body.String(), rec.Header()}
+}
+
+const ctJSON = "application/json"
+
+func TestPlainPOST(t *testing.T) {
+	h := testEdge(http.MethodPost)
 	for _, tc := range []struct {
-		method, body, origin string
-		status               int
-		code                 errs.Code
-		allowOrigin          string
+		name, contentType, body string
+		status                  int
+		code, mention           string
 	}{
-		{"POST", `{"name":"a","count":1}`, "", 200, "", ""},
-		{"POST", `{"count":-1}`, "", 400, errs.InvalidArgument, ""},
-		{"POST", `{"nope":1}`, "", 400, errs.InvalidArgument, ""},
-		{"POST", `{"count":"1"}`, "", 400, errs.InvalidArgument, ""},
-		{"POST", `{"name":"` + strings.Repeat("x", 2000) + `"}`, "", 413, errs.PayloadTooLarge, ""},
-		{"GET", ``, "", 405, errs.MethodNotAllowed, ""},
-		{"OPTIONS", ``, "https://app.example.com", 204, "", "https://app.example.com"},
-		{"OPTIONS", ``, "https://evil.example.com", 403, errs.PermissionDenied, ""},
-		{"POST", `{"name":"a"}`, "https://app.example.com", 200, "", "https://app.example.com"},
-		{"POST", `{"name":"a"}`, "https://evil.example.com", 200, "", ""},
+		{"ok", ctJSON, `{"name":"a","count":1}`, 201, "", `"count":1`},
+		{"charset", "application/json; charset=utf-8", `{"count":2}`, 201, "", `"count":2`},
+		{"domain error", ctJSON, `{"count":-1}`, 400, "INVALID_ARGUMENT", "count must not be negative"},
+		{"unknown field", ctJSON, `{"nope":1}`, 400, "INVALID_ARGUMENT", "nope is not a known field"},
+		{"wrong case", ctJSON, `{"Count":1}`, 400, "INVALID_ARGUMENT", "Count is not a known field"},
+		{"duplicate key", ctJSON, `{"count":1,"count":2}`, 400, "INVALID_ARGUMENT", "count is given more than once"},
+		{"nested duplicate", ctJSON, `{"inner":{"list":[],"list":[]}}`, 400, "INVALID_ARGUMENT", "inner.list is given more than once"},
+		{"wrong type", ctJSON, `{"count":"1"}`, 400, "INVALID_ARGUMENT", "count must be an integer"},
+		{"fraction", ctJSON, `{"count":1.5}`, 400, "INVALID_ARGUMENT", "count must be an integer"},
+		{"overflow", ctJSON, `{"count":99999999999999999999}`, 400, "INVALID_ARGUMENT", "count must be an integer"},
+		{"null body", ctJSON, `null`, 400, "INVALID_ARGUMENT", "not null"},
+		{"array body", ctJSON, `[]`, 400, "INVALID_ARGUMENT", "JSON object"},
+		{"empty body", ctJSON, ``, 400, "INVALID_ARGUMENT", "JSON object"},
+		{"trailing data", ctJSON, `{} {}`, 400, "INVALID_ARGUMENT", "JSON"},
+		{"truncated", ctJSON, `{"count":`, 400, "INVALID_ARGUMENT", "JSON"},
+		{"invalid UTF-8", ctJSON, "{\"name\":\"\xff\"}", 400, "INVALID_ARGUMENT", "JSON"},
+		{"too deep", ctJSON, `{"inner":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`, 400, "INVALID_ARGUMENT", "nested"},
+		{"too large", ctJSON, `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+		{"form", "application/x-www-form-urlencoded", `name=a`, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
+		{"no content type", "", `{"name":"a"}`, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
+		{"text", "text/plain", `{"name":"a"}`, 415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type"},
 	} {
-		req := httptest.NewRequest(tc.method, "/test", strings.NewReader(tc.body))
-		if tc.origin != "" {
-			req.Header.Set("Origin", tc.origin)
+		r := call(h, "POST", "/test", tc.contentType, tc.body)
+		if r.status != tc.status || r.code != tc.code || !strings.Contains(r.body, tc.mention) {
+			t.Errorf("%s: %d %s, want %d %s mentioning %q", tc.name, r.status, r.body, tc.status, tc.code, tc.mention)
 		}
-		rec := httptest.NewRecorder()
-		h(rec, req)
-		var e ErrorBody
-		json.Unmarshal(rec.Body.Bytes(), &e)
-		if rec.Code != tc.status || e.Error.Code != tc.code || rec.Header().Get("Access-Control-Allow-Origin") != tc.allowOrigin {
-			t.Errorf("%s %.40s from %q: %d %s (ACAO %q), want %d %s (ACAO %q)", tc.method, tc.body, tc.origin,
-				rec.Code, rec.Body, rec.Header().Get("Access-Control-Allow-Origin"), tc.status, tc.code, tc.allowOrigin)
+	}
+	if r := call(h, "GET", "/test", "", ""); r.status != 405 || r.code != "METHOD_NOT_ALLOWED" || r.header.Get("Allow") != "POST, OPTIONS" {
+		t.Errorf("GET: %d %s Allow=%q", r.status, r.body, r.header.Get("Allow"))
+	}
+}
+
+func TestPlainGETReadsTheQueryIntoTheSameStruct(t *testing.T) {
+	h := testEdge(http.MethodGet)
+	for _, tc := range []struct {
+		query         string
+		status        int
+		code, mention string
+	}{
+		{"?name=a&count=3", 201, "", `"count":3`},
+		{"?count=x", 400, "INVALID_ARGUMENT", "count must be an integer"},
+		{"?Count=1", 400, "INVALID_ARGUMENT", "Count is not a known parameter"},
+		{"?count=1&count=2", 400, "INVALID_ARGUMENT", "count must be given once"},
+		{"?count=-1", 400, "INVALID_ARGUMENT", "count must not be negative"},
+	} {
+		r := call(h, "GET", "/test"+tc.query, "", "")
+		if r.status != tc.status || r.code != tc.code || !strings.Contains(r.body, tc.mention) {
+			t.Errorf("%s: %d %s", tc.query, r.status, r.body)
+		}
+	}
+	// A POST to a GET endpoint must be a callable request.
+	if r := call(h, "POST", "/test", ctJSON, `{"count":1}`); r.status != 405 || !strings.Contains(r.body, "callable") {
+		t.Errorf("plain POST to a GET endpoint: %d %s", r.status, r.body)
+	}
+}
+
+func TestCallable(t *testing.T) {
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		h := testEdge(method)
+		for _, tc := range []struct {
+			name, body string
+			status     int
+			code       string // error.status
+			mention    string
+		}{
+			{"ok", `{"data":{"count":4}}`, 200, "", `{"result":{"count":4,"ok":true,"user":""}}`},
+			{"no argument", `{"data":null}`, 200, "", `"result":{`},
+			{"domain error", `{"data":{"count":-1}}`, 400, "INVALID_ARGUMENT", `"field":"count"`},
+			{"unknown field", `{"data":{"x":1}}`, 400, "INVALID_ARGUMENT", `"code":"INVALID_ARGUMENT"`},
+			{"data not an object", `{"data":[1]}`, 400, "INVALID_ARGUMENT", "JSON object"},
+			{"too large", `{"data":{"name":"` + strings.Repeat("x", 2000) + `"}}`, 413, "PAYLOAD_TOO_LARGE", "bytes"},
+		} {
+			r := call(h, "POST", "/test", ctJSON, tc.body)
+			if r.status != tc.status || r.code != tc.code || !strings.Contains(r.body, tc.mention) {
+				t.Errorf("%s endpoint, %s: %d %s, want %d %s mentioning %s", method, tc.name, r.status, r.body, tc.status, tc.code, tc.mention)
+			}
 		}
 	}
 }
 
+// TestCallableStatusNamesAreTheSDKs checks every code maps to a status name
+// the Firebase SDKs know (an unknown one reaches apps as "internal").
+func TestCallableStatusNamesAreTheSDKs(t *testing.T) {
+	known := map[string]int{"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403,
+		"NOT_FOUND": 404, "ALREADY_EXISTS": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503}
+	for code, w := range wireOf {
+		if status, ok := known[w.callableStatus]; !ok || status != w.callableHTTP {
+			t.Errorf("%s: callable %s %d", code, w.callableStatus, w.callableHTTP)
+		}
+	}
+	rec := httptest.NewRecorder()
+	writeCallableError(rec, &errs.Error{Code: errs.Unavailable, Message: "busy", RetryAfter: 1500 * time.Millisecond})
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "2" || !strings.Contains(rec.Body.String(), `"retry_after_seconds":2`) {
+		t.Errorf("callable 503: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	h := testEdge(http.MethodGet)
+	for _, tc := range []struct {
+		method, origin string
+		status         int
+		allowOrigin    string
+	}{
+		{"OPTIONS", "https://app.example.com", 204, "https://app.example.com"},
+		{"OPTIONS", "https://evil.example.com", 403, ""},
+		{"GET", "https://app.example.com", 201, "https://app.example.com"},
+		{"GET", "https://evil.example.com", 201, ""},
+	} {
+		r := call(h, tc.method, "/test", "", "", "Origin", tc.origin)
+		if r.status != tc.status || r.header.Get("Access-Control-Allow-Origin") != tc.allowOrigin {
+			t.Errorf("%s from %s: %d ACAO %q", tc.method, tc.origin, r.status, r.header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	r := call(h, "OPTIONS", "/test", "", "", "Origin", "https://app.example.com")
+	if got := r.header.Get("Access-Control-Allow-Methods"); got != "GET, POST, OPTIONS" {
+		t.Errorf("a GET endpoint's preflight allows %q; the callable form needs POST", got)
+	}
+	for _, hdr := range []string{"Authorization", "Content-Type", "Idempotency-Key", "X-Firebase-AppCheck", "Firebase-Instance-ID-Token"} {
+		if !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), hdr) {
+			t.Errorf("preflight does not allow %s", hdr)
+		}
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	e := &Edge{Logger: quietLogger(), Authenticate: func() (Authenticator, error) {
+		return func(_ context.Context, r *http.Request) (Caller, error) {
+			if r.Header.Get("Authorization") != "Bearer good" {
+				return Caller{}, errs.New(errs.Unauthenticated, "bad token")
+			}
+			return Caller{UID: "uid-1"}, nil
+		}, nil
+	}}
+	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: echo})
+	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 401 || r.header.Get("WWW-Authenticate") == "" {
+		t.Errorf("no token: %d %s", r.status, r.body)
+	}
+	if r := call(h, "POST", "/x", ctJSON, `{"data":{}}`); r.status != 401 || r.code != "UNAUTHENTICATED" {
+		t.Errorf("callable without a token: %d %s", r.status, r.body)
+	}
+	if r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", "Bearer good"); r.status != 201 || !strings.Contains(r.body, "uid-1") {
+		t.Errorf("good token: %d %s", r.status, r.body)
+	}
+	// An authenticator that cannot be built is a 503, through the edge.
+	e.Authenticate = func() (Authenticator, error) { return nil, errs.Retryable(nil, time.Second, "cannot check tokens") }
+	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 503 || r.header.Get("Retry-After") != "1" {
+		t.Errorf("authenticator unavailable: %d %s", r.status, r.body)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	e := &Edge{Logger: quietLogger(), Deadline: 20 * time.Millisecond}
+	h := e.Handler(Endpoint{Name: "x", Method: "GET", Handle: func(ctx context.Context, _ *Request) (int, any, error) {
+		<-ctx.Done()
+		return 0, nil, errs.Retryable(ctx.Err(), time.Second, "Firestore did not answer in time; retry")
+	}})
+	start := time.Now()
+	if r := call(h, "GET", "/x", "", ""); r.status != 503 || time.Since(start) > time.Second {
+		t.Errorf("%d after %s", r.status, time.Since(start))
+	}
+}
+
 func TestInternalErrorsAreNotShown(t *testing.T) {
-	e := &Edge{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	h := e.Handler(Endpoint{Name: "x", Method: "GET", Handle: func(http.ResponseWriter, *http.Request, *Request) (int, any, error) {
+	e := &Edge{Logger: quietLogger()}
+	h := e.Handler(Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100, Handle: func(context.Context, *Request) (int, any, error) {
 		return 0, nil, io.ErrUnexpectedEOF
 	}})
-	rec := httptest.NewRecorder()
-	h(rec, httptest.NewRequest("GET", "/x", nil))
-	if rec.Code != 500 || strings.Contains(rec.Body.String(), "EOF") || !strings.Contains(rec.Body.String(), `"INTERNAL"`) {
-		t.Errorf("internal error shown as %d %s", rec.Code, rec.Body)
+	for _, r := range []result{call(h, "GET", "/x", "", ""), call(h, "POST", "/x", ctJSON, `{"data":{}}`)} {
+		if r.status != 500 || strings.Contains(r.body, "EOF") || !strings.Contains(r.body, `"INTERNAL"`) {
+			t.Errorf("internal error shown as %d %s", r.status, r.body)
+		}
 	}
 }
 
@@ -88,12 +255,14 @@ func FuzzEdge(f *testing.F) {
 	f.Add("POST", []byte(`{"name":"a","inner":{"list":["x"]}}`), "https://app.example.com", "Bearer x")
 	f.Add("OPTIONS", []byte{}, "https://evil.example.com", "")
 	f.Add("POST", []byte(`[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]`), "", "")
-	h := testEdge()
+	f.Add("POST", []byte(`{"data":{"count":1}}`), "", "")
+	h := testEdge(http.MethodPost)
 	f.Fuzz(func(t *testing.T, method string, b []byte, origin, authz string) {
 		req, err := http.NewRequest(method, "http://x/test", bytes.NewReader(b))
 		if err != nil {
 			return // not a request net/http would pass on
 		}
+		req.Header.Set("Content-Type", ctJSON)
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Authorization", authz)
 		rec := httptest.NewRecorder()
@@ -102,8 +271,10 @@ func FuzzEdge(f *testing.F) {
 			t.Fatalf("%d for %q %q", rec.Code, method, b)
 		}
 		if rec.Code >= 400 {
-			var e ErrorBody
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code == "" {
+			var e struct {
+				Error struct{ Code, Status string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code+e.Error.Status == "" {
 				t.Fatalf("error body %q", rec.Body)
 			}
 		}

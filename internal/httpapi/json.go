@@ -2,15 +2,16 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/shardcount/shardcount/internal/errs"
 )
@@ -18,57 +19,73 @@ import (
 // MaxDepth is the deepest JSON nesting a request body may have.
 const MaxDepth = 16
 
-// DecodeJSON reads one JSON object of at most maxBytes from the request body
-// into dst, rejecting unknown fields, trailing data and deep nesting. Errors
-// are *errs.Error values that name the offending field.
-func DecodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return errs.New(errs.PayloadTooLarge, "request body must be at most %d bytes", maxBytes)
-	}
-	if err != nil {
-		return errs.Wrap(errs.InvalidArgument, err, "request body could not be read")
-	}
-	return Unmarshal(body, dst)
-}
-
-// Unmarshal is DecodeJSON on bytes already read: the part fuzz tests drive.
+// Unmarshal decodes one JSON object into dst, strictly: member names match
+// the json tags exactly (case included), a name given twice, an unknown
+// name, a wrong type, trailing data, deep nesting, invalid UTF-8 and a null
+// or non-object body are all INVALID_ARGUMENT errors that name the field.
+// encoding/json would accept the first four; the json v2 reference
+// implementation (github.com/go-json-experiment/json, which became
+// encoding/json/v2) rejects them.
 func Unmarshal(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if bytes.Equal(trimmed, []byte("null")) {
+			return errs.New(errs.InvalidArgument, "request body must be a JSON object, not null")
+		}
+		if len(trimmed) > 0 && trimmed[0] != '[' && !jsontext.Value(trimmed).IsValid() {
+			return errs.New(errs.InvalidArgument, "request body is not valid JSON")
+		}
 		return errs.New(errs.InvalidArgument, "request body must be a JSON object")
 	}
-	if err := checkDepth(body, MaxDepth); err != nil {
+	if err := checkDepth(trimmed, MaxDepth); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+	if err := json.Unmarshal(trimmed, dst, json.RejectUnknownMembers(true)); err != nil {
 		return decodeError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errs.New(errs.InvalidArgument, "request body must hold a single JSON object")
 	}
 	return nil
 }
 
 func decodeError(err error) error {
-	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if e.Field == "" {
-			return errs.New(errs.InvalidArgument, "request body must be a JSON object")
-		}
-		return errs.Invalid(e.Field, "must be %s", typeName(e.Type))
-	}
-	if e, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return errs.New(errs.InvalidArgument, "request body is not valid JSON (byte %d)", e.Offset)
-	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return errs.New(errs.InvalidArgument, "request body is truncated JSON")
 	}
-	// encoding/json reports unknown fields only as text.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return errs.Invalid(strings.Trim(name, `"`), "is not a known field")
+	if e, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		if e.Err == jsontext.ErrDuplicateName {
+			return errs.Invalid(fieldName(e.JSONPointer), "is given more than once")
+		}
+		return errs.New(errs.InvalidArgument, "request body is not valid JSON (byte %d)", e.ByteOffset)
+	}
+	if e, ok := errors.AsType[*json.SemanticError](err); ok {
+		field := fieldName(e.JSONPointer)
+		switch {
+		case e.Err == json.ErrUnknownName:
+			return errs.Invalid(field, "is not a known field (names are case-sensitive)")
+		case field == "":
+			return errs.New(errs.InvalidArgument, "request body must be a JSON object")
+		case e.GoType != nil:
+			return errs.Invalid(field, "must be %s", typeName(e.GoType))
+		}
+		return errs.Invalid(field, "is not valid")
 	}
 	return errs.Wrap(errs.InvalidArgument, err, "request body is not valid JSON")
+}
+
+// fieldName turns a JSON pointer such as /instruments/0/price/micros into
+// instruments[0].price.micros, the way messages name fields.
+func fieldName(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
 }
 
 func typeName(t reflect.Type) string {
@@ -121,15 +138,43 @@ func checkDepth(body []byte, max int) error {
 	return nil
 }
 
-// CheckQuery rejects query parameters that are not in known or that are
-// given more than once, naming the parameter.
-func CheckQuery(q url.Values, known ...string) error {
+// UnmarshalQuery sets dst's fields from a query string, by their json
+// tags (case-sensitive): the same struct a callable request's data decodes
+// into. Fields may be string, int or int64, or pointers to them. An
+// unknown or repeated parameter, or a value of the wrong type, is an
+// INVALID_ARGUMENT error naming it.
+func UnmarshalQuery(q url.Values, dst any) error {
+	v := reflect.ValueOf(dst).Elem()
+	fields := map[string]reflect.Value{}
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			fields[name] = v.Field(i)
+		}
+	}
 	for name, vals := range q {
-		if !slices.Contains(known, name) {
-			return errs.Invalid(name, "is not a known parameter")
+		f, ok := fields[name]
+		if !ok {
+			return errs.Invalid(name, "is not a known parameter (names are case-sensitive)")
 		}
 		if len(vals) != 1 {
 			return errs.Invalid(name, "must be given once")
+		}
+		if f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+			f = f.Elem()
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(vals[0])
+		case reflect.Int, reflect.Int64:
+			n, err := strconv.ParseInt(vals[0], 10, 64)
+			if err != nil || f.OverflowInt(n) {
+				return errs.Invalid(name, "must be an integer")
+			}
+			f.SetInt(n)
+		default:
+			return fmt.Errorf("httpapi: query parameter %s of unsupported type %s", name, f.Type())
 		}
 	}
 	return nil

@@ -1,29 +1,24 @@
-// Package instruments is seed 003's example of sharded timestamps: price
-// updates of financial instruments in the "instruments" collection, written
-// with a random shard and queried by one field, newest first.
+// Package instruments holds the rules of seed 003's example of sharded
+// timestamps: price updates of financial instruments, written with a random
+// shard and queried by one field, newest first. It knows nothing of storage
+// (internal/firestoredb stores them) nor of HTTP.
 package instruments
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/shardcount/internal/errs"
-	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
 // Limits of the HTTP contract.
 const (
-	CollectionName = "instruments"
-	MaxBatch       = 500
-	MaxLimit       = 100
-	DefaultLimit   = 20
-	maxText        = 128
+	MaxBatch     = 500
+	MaxLimit     = 100
+	DefaultLimit = 20
+	maxText      = 128
 )
 
 // QueryFields are the fields queryInstruments filters on; each has a
@@ -96,10 +91,16 @@ func (in Input) Validate(i int) (Instrument, error) {
 		return Instrument{}, errs.Invalid(at("timestamp"), "is required")
 	}
 	t, err := time.Parse(time.RFC3339Nano, *in.Timestamp)
-	if err != nil || t.Year() < 1 {
+	if err != nil {
 		return Instrument{}, errs.Invalid(at("timestamp"), "must be an RFC 3339 time such as \"2019-01-01T13:45:23.010Z\"")
 	}
-	out.Timestamp = t.UTC().Truncate(time.Microsecond)
+	// Firestore stores UTC, so the range is checked after conversion: an
+	// offset can move a time in year 1 or 9999 out of it.
+	t = t.UTC().Truncate(time.Microsecond)
+	if t.Year() < 1 || t.Year() > 9999 {
+		return Instrument{}, errs.Invalid(at("timestamp"), "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z")
+	}
+	out.Timestamp = t
 	return out, nil
 }
 
@@ -139,53 +140,4 @@ func ValidateQuery(field, value string, limit int) error {
 		return errs.Invalid("limit", "must be between 1 and %d", MaxLimit)
 	}
 	return nil
-}
-
-// Store keeps instruments in a sharded-timestamp collection.
-type Store struct {
-	coll *shardedts.Collection
-}
-
-// NewStore returns the instruments collection of client with numShards
-// shard values; secret signs page tokens.
-func NewStore(client *firestore.Client, numShards int, secret []byte) *Store {
-	return &Store{coll: shardedts.New(client, CollectionName, numShards, secret)}
-}
-
-// Collection returns the underlying sharded collection.
-func (s *Store) Collection() *shardedts.Collection { return s.coll }
-
-// Record stores a batch in one commit and returns the new ids in order.
-func (s *Store) Record(ctx context.Context, batch []Instrument) ([]string, error) {
-	docs := make([]map[string]any, len(batch))
-	for i, in := range batch {
-		docs[i] = map[string]any{
-			"symbol":            in.Symbol,
-			"price":             map[string]any{"currency": in.Price.Currency, "micros": in.Price.Micros},
-			"exchange":          in.Exchange,
-			"instrumentType":    in.InstrumentType,
-			shardedts.TimeField: in.Timestamp,
-		}
-	}
-	return s.coll.Create(ctx, docs)
-}
-
-// Query returns a page of instruments whose field equals value, newest
-// first, and the token of the next page ("" on the last).
-func (s *Store) Query(ctx context.Context, field, value string, limit int, token string) ([]Instrument, string, error) {
-	page, err := s.coll.Query(ctx, shardedts.Filter{Field: field, Value: value}, limit, token)
-	if errors.Is(err, shardedts.ErrBadToken) {
-		return nil, "", errs.Invalid("page_token", "is invalid, or was issued for another field or value")
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]Instrument, len(page.Docs))
-	for i, d := range page.Docs {
-		if err := d.DataTo(&out[i]); err != nil {
-			return nil, "", fmt.Errorf("instruments: decode %s: %w", d.Ref.Path, err)
-		}
-		out[i].ID = d.Ref.ID
-	}
-	return out, page.NextToken, nil
 }

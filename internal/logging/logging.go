@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Keys Cloud Logging lifts out of a JSON log line.
@@ -18,6 +20,14 @@ const (
 	SpanKey    = "logging.googleapis.com/spanId"
 	SampledKey = "logging.googleapis.com/trace_sampled"
 )
+
+// Stdout writes to os.Stdout as it is at each write, so a logger made at
+// init still follows a test that redirects the standard output later.
+var Stdout io.Writer = stdout{}
+
+type stdout struct{}
+
+func (stdout) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
 
 // New returns a JSON logger writing to w.
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
@@ -117,15 +127,38 @@ func isHex(s string, n int) bool {
 
 type ctxKey struct{}
 
-// WithLogger returns a context carrying l.
-func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, ctxKey{}, l)
+// scope is the logger of one request or event. Handlers annotate it as they
+// learn who the request is about (Annotate), and the request's closing log
+// line is written through it, so every line of the request carries the same
+// attributes.
+type scope struct {
+	mu  sync.Mutex
+	log *slog.Logger
 }
 
-// From returns the logger carried by ctx, or slog.Default().
-func From(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(ctxKey{}).(*slog.Logger); ok {
-		return l
+// NewContext returns a context whose logger is l; FromContext returns it and
+// Annotate adds to it.
+func NewContext(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &scope{log: l})
+}
+
+// FromContext returns the logger of ctx, with every annotation made so far,
+// or slog.Default() when ctx carries none.
+func FromContext(ctx context.Context) *slog.Logger {
+	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.log
 	}
 	return slog.Default()
+}
+
+// Annotate adds attributes (key-value pairs, as slog.Logger.With takes them)
+// to the logger of ctx, for every later line of the same request.
+func Annotate(ctx context.Context, args ...any) {
+	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
+		s.mu.Lock()
+		s.log = s.log.With(args...)
+		s.mu.Unlock()
+	}
 }

@@ -66,3 +66,25 @@ func TestTraceAttrs(t *testing.T) {
 		}
 	}
 }
+
+func TestAnnotationsReachEveryLaterLine(t *testing.T) {
+	var buf bytes.Buffer
+	ctx := NewContext(context.Background(), New(&buf, slog.LevelInfo).With("function", "f"))
+	FromContext(ctx).Info("before")
+	Annotate(ctx, "counter_id", "c1")
+	FromContext(ctx).Info("after")
+	var lines []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 || lines[0]["counter_id"] != nil || lines[1]["counter_id"] != "c1" || lines[1]["function"] != "f" {
+		t.Errorf("lines = %v", lines)
+	}
+	if FromContext(context.Background()) != slog.Default() {
+		t.Error("a context without a logger does not give slog.Default()")
+	}
+}

@@ -1,5 +1,6 @@
-// Package ratelimit keeps one token bucket per key (a user id), so that one
-// client cannot flood a counter.
+// Package ratelimit holds per-user budgets: one token bucket
+// (golang.org/x/time/rate) per user and budget, kept in a bounded LRU so a
+// flood of distinct users cannot grow memory without bound.
 //
 // Buckets live in the memory of one function instance: with N instances a
 // user can get up to N times the rate. That bounds abuse at no cost per
@@ -7,66 +8,155 @@
 package ratelimit
 
 import (
-	"math"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
 )
 
-// Limiter hands out tokens at Rate per second per key, up to Burst saved.
+// Budget names one kind of work a user is limited in.
+type Budget string
+
+const (
+	Create    Budget = "create"    // createCounter
+	Increment Budget = "increment" // each increment, also each item of a batch
+	Strong    Budget = "strong"    // getCounter?consistency=strong (a SUM over the shards)
+	Record    Budget = "record"    // each instrument written
+	Query     Budget = "query"     // queryInstruments
+	Reshard   Budget = "reshard"   // reshardCounter
+)
+
+// Limit is a sustained rate per second and a burst; Rate 0 is unlimited.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+func (l Limit) String() string {
+	return strconv.FormatFloat(l.Rate, 'f', -1, 64) + ":" + strconv.Itoa(l.Burst)
+}
+
+// Defaults are the limits of each budget unless RATE_LIMITS overrides them.
+var Defaults = map[Budget]Limit{
+	Create:    {Rate: 1, Burst: 10},
+	Increment: {Rate: 10, Burst: 20},
+	Strong:    {Rate: 5, Burst: 20},
+	Record:    {Rate: 100, Burst: 500},
+	Query:     {Rate: 10, Burst: 30},
+	Reshard:   {Rate: 0.1, Burst: 3},
+}
+
+// Budgets lists the budgets in a stable order, for documentation.
+var Budgets = []Budget{Create, Increment, Strong, Record, Query, Reshard}
+
+// Parse reads "budget=rate:burst,…" over the defaults, e.g.
+// "increment=50:100,create=0:1" (rate 0: unlimited).
+func Parse(s string) (map[Budget]Limit, error) {
+	out := make(map[Budget]Limit, len(Defaults))
+	for b, l := range Defaults {
+		out[b] = l
+	}
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, spec, ok := strings.Cut(item, "=")
+		if _, known := Defaults[Budget(name)]; !ok || !known {
+			return nil, fmt.Errorf("%q is not budget=rate:burst with a budget among %v", item, Budgets)
+		}
+		r, b, ok := strings.Cut(spec, ":")
+		rt, err1 := strconv.ParseFloat(r, 64)
+		burst, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || rt < 0 || burst < 1 {
+			return nil, fmt.Errorf("%q: want rate:burst with a rate >= 0 per second and a burst >= 1", item)
+		}
+		out[Budget(name)] = Limit{Rate: rt, Burst: burst}
+	}
+	return out, nil
+}
+
+// DefaultsString renders Defaults in Parse's syntax.
+func DefaultsString() string {
+	var parts []string
+	for _, b := range Budgets {
+		parts = append(parts, string(b)+"="+Defaults[b].String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// MaxUsers bounds the users remembered per Limiter; the least recently seen
+// are forgotten first, which resets their buckets to full.
+const MaxUsers = 100_000
+
+// Limiter applies the budgets to users.
 type Limiter struct {
-	rate  float64
-	burst float64
-	now   func() time.Time
+	limits map[Budget]Limit
+	now    func() time.Time
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
+	mu    sync.Mutex // makes "get or add" of a user atomic
+	users *lru.Cache[string, map[Budget]*rate.Limiter]
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
+// New returns a limiter with the given budgets (Parse's result).
+func New(limits map[Budget]Limit) *Limiter {
+	users, _ := lru.New[string, map[Budget]*rate.Limiter](MaxUsers) // size > 0 never fails
+	return &Limiter{limits: limits, now: time.Now, users: users}
 }
 
-// maxKeys bounds memory: past it, buckets that refilled completely (they
-// would behave as new ones) are dropped.
-const maxKeys = 100_000
-
-// New returns a limiter; rate 0 allows everything.
-func New(rate float64, burst int) *Limiter {
-	return &Limiter{rate: rate, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}}
-}
-
-// Allow takes a token for key. When none is left it returns false and how
-// long until one is.
-func (l *Limiter) Allow(key string) (bool, time.Duration) {
-	if l == nil || l.rate == 0 {
+// Take takes n tokens of budget b for user, all or nothing. When they are
+// not there it returns false and how long until they will be. A nil
+// Limiter, an empty user (authentication off) and an unlimited budget
+// always allow.
+func (l *Limiter) Take(user string, b Budget, n int) (bool, time.Duration) {
+	lim := l.bucket(user, b)
+	if lim == nil {
 		return true, 0
 	}
 	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[key]
-	if !ok {
-		if len(l.buckets) >= maxKeys {
-			l.dropFull(now)
-		}
-		b = &bucket{tokens: l.burst, at: now}
-		l.buckets[key] = b
+	if n > lim.Burst() {
+		return false, time.Duration(float64(n) / float64(lim.Limit()) * float64(time.Second))
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
+	r := lim.ReserveN(now, n)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
 	}
-	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-	return false, wait
+	return true, 0
 }
 
-func (l *Limiter) dropFull(now time.Time) {
-	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.burst {
-			delete(l.buckets, k)
-		}
+// Available returns how many tokens of budget b user could take now, up to
+// max (max when unlimited).
+func (l *Limiter) Available(user string, b Budget, max int) int {
+	lim := l.bucket(user, b)
+	if lim == nil {
+		return max
 	}
+	return min(max, int(lim.TokensAt(l.now())))
+}
+
+func (l *Limiter) bucket(user string, b Budget) *rate.Limiter {
+	if l == nil || user == "" {
+		return nil
+	}
+	limit := l.limits[b]
+	if limit.Rate == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	buckets, ok := l.users.Get(user)
+	if !ok {
+		buckets = map[Budget]*rate.Limiter{}
+		l.users.Add(user, buckets)
+	}
+	lim := buckets[b]
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst)
+		buckets[b] = lim
+	}
+	return lim
 }

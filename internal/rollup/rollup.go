@@ -1,256 +1,385 @@
 // Package rollup keeps a counter's total on its counter document, written at
 // most once per cadence, and exact whatever the delivery of shard events:
-// duplicated, reordered or lost.
+// duplicated, reordered, delayed, retried or lost.
 //
 // It is state-based. An event only says "counter C had a shard written at
-// time T". The roll-up sums all shards with a SUM aggregation at a read time
+// time W". A roll-up sums all shards with a SUM aggregation at a read time
 // R and stores (count, rollup_as_of = R), replacing the counter document
 // only if it is still the version read, so a stale total never overwrites a
-// newer one. Replaying or reordering events cannot change the result, which
-// depends only on the shards; a lost event is healed by any later event of
-// the same counter, or by Reconcile.
+// newer one and rollup_as_of never goes backwards. The result depends only
+// on the shards.
 //
-// Cadence: a roll-up runs no earlier than one cadence after the counter
-// document's last write. An event arriving before that claims the roll-up
-// "slot" due at that time (a marker document created with a precondition) and
-// sleeps until it is due, then rolls up; events finding the slot taken return
-// at once, since that roll-up will read after their write. So each write
-// costs its event about one document read, and each counter has at most one
-// event waiting per cadence, which suits functions run one request per
-// instance.
+// # Slots
 //
-// The event that rolled up then follows the counter: once per cadence it
-// claims the next slot and rolls up again, until a cadence passes without a
-// change (its last write then only refreshes rollup_as_of). While a counter is
-// hot its roll-up therefore keeps its cadence even when events arrive late, as
-// they do from the emulator, which delivers them one at a time.
+// Time is cut into slots one cadence long, in Firestore's clock. The write
+// at W belongs to the slot due at the first multiple of the cadence after W
+// (slotFor). Its event claims that slot (a marker document created with a
+// precondition, naming the event) unless another event did; the holder
+// waits until the slot is due and rolls up; the others return at once. A
+// roll-up due at D reads at R >= D, so it includes every write of the slot.
+//
+// # The invariant
+//
+// A slot's holder returns nil only once the counter document holds a
+// roll-up with rollup_as_of >= the slot's due time. Every path that gives
+// up a slot (a Firestore error, a cancelled or timed-out context) returns
+// an error instead, so Eventarc delivers the holder's event again (the
+// trigger is deployed with --retry); the retry recomputes the same slot,
+// finds its own claim, and holds it again. ensure is the one place that
+// returns nil for a holder, and it checks rollup_as_of >= due right before.
+//
+// So an event that defers to a holder is safe: the holder, or its retry,
+// rolls up after its write. An event arriving after its slot's roll-up
+// should have happened (late) does not trust a holder: it reads the
+// counter document and rolls up itself if its write is still missing.
+//
+// Cadence: a roll-up is written only at a read time R >= the document's last
+// write + cadence (checked against R itself, not a local clock), so the
+// counter document is written at most once per cadence by roll-ups; only
+// Reconcile and resharding write it sooner.
+//
+// The skew margin is added to every due time before a sum, so the common
+// case reads after it even when this instance's clock is a little behind
+// Firestore's; R is then checked exactly.
 package rollup
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"sync"
+	"math"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
 )
 
-// State is what the roll-up needs of a counter document.
-type State struct {
-	Count int64
-	// AsOf is the read time of the sum stored in Count.
-	AsOf time.Time
-	// Version is the document's update time, for the write precondition.
-	Version time.Time
-}
-
-// Store is the storage the roll-up runs on (firestoredb.Counters).
+// Store is the storage the roll-up runs on (firestoredb.Counters). Its
+// errors are classified: errs UNAVAILABLE means a retry may help, NOT_FOUND
+// that the counter is gone.
 type Store interface {
-	// RollupState reads the counter document; an errs NOT_FOUND error if
-	// it does not exist.
-	RollupState(ctx context.Context, id string) (State, error)
-	// ShardTotal sums the shards and returns the snapshot's read time.
-	ShardTotal(ctx context.Context, id string) (int64, time.Time, error)
-	// WriteRollup stores total and asOf if the document is still at
-	// version and returns the new version; ok is false if the document
-	// changed.
-	WriteRollup(ctx context.Context, id string, total int64, asOf, version time.Time) (newVersion time.Time, ok bool, err error)
-	// ClaimSlot records that an event will roll the counter up at due; it
-	// returns false, nil if another event already did.
-	ClaimSlot(ctx context.Context, id string, due time.Time) (bool, error)
+	// Read reads the counter document.
+	Read(ctx context.Context, id string) (counter.Counter, error)
+	// Sum sums the shards' counts and returns the snapshot's read time.
+	Sum(ctx context.Context, id string) (int64, time.Time, error)
+	// Activity sums the shards' commits, and those that followed a slow
+	// one (automatic sharding reads it).
+	Activity(ctx context.Context, id string) (commits, slow int64, err error)
+	// WriteRollup stores c's roll-up if the document is still at
+	// c.Version and returns the new version; ok is false if it changed.
+	// With reshard, c.NumShards and c.Reshard are written too.
+	WriteRollup(ctx context.Context, c counter.Counter, reshard bool) (newVersion time.Time, ok bool, err error)
+	// ClaimSlot records holder as the holder of the slot due at due unless
+	// one is recorded, and returns the slot's holder.
+	ClaimSlot(ctx context.Context, id string, due time.Time, holder string) (string, error)
+	// MergeShards merges shards to..from-1 into shards k mod to.
+	MergeShards(ctx context.Context, id string, to, from int) (int, error)
 }
 
-// SkewMargin is added to a slot's due time before its holder sums the
-// shards, so that writes seen by other instances just before the due time,
-// by clocks a little ahead, are included.
+// Clock is the roller's time; tests inject a simulated one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d, or returns ctx's error when ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SkewMargin is added to a slot's due time before summing the shards, so
+// that the sum usually reads after it even when this instance's clock is a
+// little behind Firestore's.
 const SkewMargin = 25 * time.Millisecond
 
-// MaxFollow bounds how long the event that rolled a counter up keeps
-// following it; the next event takes over.
-const MaxFollow = time.Minute
+// Options configure a Roller.
+type Options struct {
+	Cadence      time.Duration
+	AutoSharding AutoSharding
+	Clock        Clock // nil: the real clock
+}
 
 // Roller rolls counters up; it is safe for concurrent use.
 type Roller struct {
 	store   Store
 	cadence time.Duration
-	log     *slog.Logger
-	now     func() time.Time
-
-	mu    sync.Mutex
-	known map[string]knowledge
+	auto    AutoSharding
+	clock   Clock
+	known   *lru.Cache[string, knowledge]
 }
 
-// knowledge is what this process last learnt of a counter's roll-up, so
+// knowledge is what this instance last learnt of a counter's roll-up, so
 // that duplicate and queued events return without reading anything.
 type knowledge struct {
-	asOf time.Time // a roll-up includes every write up to asOf
-	slot time.Time // a roll-up is claimed for this due time
+	asOf   time.Time // a roll-up includes every write up to asOf
+	slot   time.Time // the latest slot known to be claimed…
+	holder string    // …and by whom
 }
 
-// maxKnown bounds the memory of known; past it the map starts over.
+// maxKnown bounds the counters remembered; the least recently used go first.
 const maxKnown = 100_000
 
 // New returns a Roller writing each counter at most once per cadence.
-func New(store Store, cadence time.Duration, log *slog.Logger) *Roller {
-	return &Roller{store: store, cadence: cadence, log: log, now: time.Now, known: map[string]knowledge{}}
+func New(store Store, opts Options) *Roller {
+	known, _ := lru.New[string, knowledge](maxKnown) // size > 0 never fails
+	clock := opts.Clock
+	if clock == nil {
+		clock = realClock{}
+	}
+	return &Roller{store: store, cadence: opts.Cadence, auto: opts.AutoSharding, clock: clock, known: known}
 }
 
-// Include returns once a roll-up of counter id that includes a shard write
-// made at writtenAt exists or is claimed, or with the error that prevented
-// it. Store errors are returned as is (firestoredb.Transient tells whether a
-// retry can help).
-func (r *Roller) Include(ctx context.Context, id string, writtenAt time.Time) error {
-	if r.coveredInMemory(id, writtenAt) {
-		return nil
+// Event is a shard write as its event tells it.
+type Event struct {
+	// ID is the CloudEvent id, the same on every delivery of the event.
+	ID        string
+	CounterID string
+	// WrittenAt is at or after the write's commit time, in Firestore's
+	// clock.
+	WrittenAt time.Time
+}
+
+// slotFor returns the due time of the slot of a write at w: the first
+// multiple of the cadence strictly after w.
+func (r *Roller) slotFor(w time.Time) time.Time {
+	c := r.cadence.Nanoseconds()
+	n := w.UnixNano()
+	return time.Unix(0, (n/c+1)*c)
+}
+
+// grace is how long after a slot's due time its holder is trusted to
+// finish: one cadence for the document's own cadence, and time for a few
+// Firestore calls. Past it, an event whose write is not rolled up does it.
+func (r *Roller) grace() time.Duration { return r.cadence + 2*time.Second }
+
+// Include returns nil once a roll-up of the event's counter includes the
+// event's write, or a holder of its slot (alive, or to be redelivered) will
+// see to it; otherwise the error that prevented it. An errs UNAVAILABLE
+// error (or a context error) asks for the event to be delivered again.
+func (r *Roller) Include(ctx context.Context, ev Event) error {
+	id := ev.CounterID
+	due := r.slotFor(ev.WrittenAt)
+	// Covered means the slot's roll-up is done, not merely one after this
+	// write: this event may be the slot's holder, redelivered after it
+	// failed, and then others' writes depend on it.
+	k, _ := r.known.Get(id)
+	if !k.asOf.Before(due) {
+		return nil // a duplicate, or queued behind a roll-up
 	}
-	var claimed time.Time
-	for {
-		st, err := r.store.RollupState(ctx, id)
+	if r.clock.Now().After(due.Add(r.grace())) {
+		// Late: the slot's roll-up should exist. Trust the document, not
+		// a holder that may be gone.
+		c, err := r.store.Read(ctx, id)
 		if err != nil {
 			return err
 		}
-		r.learn(id, knowledge{asOf: st.AsOf})
-		if !st.AsOf.Before(writtenAt) {
+		r.learn(id, knowledge{asOf: c.AsOf})
+		if !c.AsOf.Before(due) {
 			return nil
 		}
-		due := st.Version.Add(r.cadence)
-		if wait := due.Sub(r.now()); wait > 0 {
-			if !claimed.Equal(due) {
-				ok, err := r.store.ClaimSlot(ctx, id, due)
-				if err != nil {
-					return err
-				}
-				r.learn(id, knowledge{slot: due})
-				if !ok {
-					return nil // the slot's holder sums after our write
-				}
-				claimed = due
-			}
-			select {
-			case <-time.After(wait + SkewMargin):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			continue // re-read: another roll-up may have run meanwhile
+		return r.ensure(ctx, id, due)
+	}
+	if k.slot.Equal(due) && k.holder != ev.ID {
+		return nil // another event of this instance holds the slot
+	}
+	holder, err := r.store.ClaimSlot(ctx, id, due, ev.ID)
+	if err != nil {
+		return err
+	}
+	r.learn(id, knowledge{slot: due, holder: holder})
+	if holder != ev.ID {
+		return nil // the holder (or its redelivery) rolls up after our write
+	}
+	return r.ensure(ctx, id, due)
+}
+
+// ensure returns nil only once the counter document holds a roll-up as of
+// due or later, writing one when needed; it is the one place a slot's
+// holder gives up its slot without an error.
+func (r *Roller) ensure(ctx context.Context, id string, due time.Time) error {
+	log := logging.FromContext(ctx)
+	wake := due
+	for {
+		if err := r.sleepUntil(ctx, wake.Add(SkewMargin)); err != nil {
+			return err
 		}
-		total, readTime, err := r.store.ShardTotal(ctx, id)
+		c, err := r.store.Read(ctx, id)
 		if err != nil {
 			return err
 		}
-		version, ok, err := r.store.WriteRollup(ctx, id, total, readTime, st.Version)
+		r.learn(id, knowledge{asOf: c.AsOf})
+		if !c.AsOf.Before(due) {
+			return nil // the invariant: a roll-up as of due or later exists
+		}
+		// Not before due, nor within a cadence of the document's last write.
+		wake = laterOf(due, c.Version.Add(r.cadence))
+		if r.clock.Now().Before(wake.Add(SkewMargin)) {
+			continue // sleep, then read again: it may change meanwhile
+		}
+		merged, err := r.finishMerge(ctx, &c)
+		if err != nil {
+			return err
+		}
+		sums, readTime, err := r.sum(ctx, id)
+		if err != nil {
+			return err
+		}
+		if readTime.Before(wake) {
+			// This clock runs ahead of Firestore's: wait the difference.
+			if err := r.clock.Sleep(ctx, wake.Sub(readTime)); err != nil {
+				return err
+			}
+			continue
+		}
+		next, grew := r.next(ctx, c, sums, readTime)
+		_, ok, err := r.store.WriteRollup(ctx, next, grew || merged)
 		if err != nil {
 			return err
 		}
 		if ok {
 			r.learn(id, knowledge{asOf: readTime})
-			r.log.Info("rolled up", "counter_id", id, "count", total, "as_of", readTime, "previous_count", st.Count)
-			r.follow(ctx, id, total, version)
-			return nil
+			log.Debug("rolled up", "count", sums.Count, "as_of", readTime, "previous_count", c.Count)
+			if !readTime.Before(due) {
+				return nil // the invariant: the roll-up just written is as of due or later
+			}
 		}
-		// Another roll-up wrote first and may have read before our write.
+		// The document changed since it was read: read it again.
 	}
 }
 
-// follow rolls the counter up once per cadence while its total changes,
-// within MaxFollow and ctx's deadline. The write that brought us here is
-// included already, so failures are logged, not returned.
-func (r *Roller) follow(ctx context.Context, id string, total int64, version time.Time) {
-	deadline := r.now().Add(MaxFollow)
-	if d, ok := ctx.Deadline(); ok && d.Add(-2*r.cadence).Before(deadline) {
-		deadline = d.Add(-2 * r.cadence)
+func (r *Roller) sleepUntil(ctx context.Context, t time.Time) error {
+	if d := t.Sub(r.clock.Now()); d > 0 {
+		return r.clock.Sleep(ctx, d)
 	}
-	for {
-		due := version.Add(r.cadence)
-		if due.Add(SkewMargin).After(deadline) {
-			return
-		}
-		ok, err := r.store.ClaimSlot(ctx, id, due)
-		if err != nil || !ok {
-			if err != nil {
-				r.log.Warn("stopped following a counter", "counter_id", id, "error", err.Error())
-			}
-			return // someone else holds the next roll-up
-		}
-		r.learn(id, knowledge{slot: due})
-		select {
-		case <-time.After(due.Sub(r.now()) + SkewMargin):
-		case <-ctx.Done():
-			return
-		}
-		next, readTime, err := r.store.ShardTotal(ctx, id)
-		if err != nil {
-			r.log.Warn("stopped following a counter", "counter_id", id, "error", err.Error())
-			return
-		}
-		newVersion, ok, err := r.store.WriteRollup(ctx, id, next, readTime, version)
-		if err != nil || !ok {
-			if err != nil {
-				r.log.Warn("stopped following a counter", "counter_id", id, "error", err.Error())
-			}
-			return
-		}
-		r.learn(id, knowledge{asOf: readTime})
-		if next == total {
-			return // quiet for a cadence
-		}
-		r.log.Info("rolled up", "counter_id", id, "count", next, "as_of", readTime, "previous_count", total)
-		total, version = next, newVersion
-	}
+	return ctx.Err()
 }
 
-func (r *Roller) coveredInMemory(id string, writtenAt time.Time) bool {
-	r.mu.Lock()
-	k := r.known[id]
-	r.mu.Unlock()
-	if !k.asOf.Before(writtenAt) {
-		return true // a duplicate, or queued behind a roll-up
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	// A claimed roll-up that has not run yet will read after this write.
-	return writtenAt.Before(k.slot) && r.now().Before(k.slot)
+	return b
+}
+
+// next is the roll-up of c from sums read at readTime: the total, the
+// write-rate estimate and, with automatic sharding, maybe more shards.
+func (r *Roller) next(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time) (counter.Counter, bool) {
+	next := c
+	next.Count, next.Sums, next.AsOf = sums.Count, sums, readTime
+	next.WriteRate = writeRate(c, sums, readTime)
+	n, reason := r.auto.decide(c, next)
+	if n == c.NumShards {
+		return next, false
+	}
+	logging.FromContext(ctx).Warn("automatic sharding grows a counter", "from", c.NumShards, "to", n, "reason", reason,
+		"write_rate", next.WriteRate, "per_shard", next.WriteRate/float64(c.NumShards), "target_per_shard", r.auto.Target,
+		"commits", sums.Commits-c.Sums.Commits, "slow_commits", sums.Slow-c.Sums.Slow, "window_s", readTime.Sub(c.AsOf).Seconds())
+	next.NumShards = n
+	next.Reshard = counter.Reshard{From: c.NumShards, To: n, At: readTime, MergedAt: readTime, Reason: reason}
+	return next, true
+}
+
+// sum reads the counter's total at a read time, and with automatic
+// sharding its shards' activity (one more aggregation).
+func (r *Roller) sum(ctx context.Context, id string) (counter.Sums, time.Time, error) {
+	total, readTime, err := r.store.Sum(ctx, id)
+	if err != nil || !r.auto.Enabled {
+		return counter.Sums{Count: total}, readTime, err
+	}
+	commits, slow, err := r.store.Activity(ctx, id)
+	return counter.Sums{Count: total, Commits: commits, Slow: slow}, readTime, err
+}
+
+// rateHalfLife smooths the write rate: a burst shorter than this barely
+// moves it, a load sustained for a few of them does.
+const rateHalfLife = 10 * time.Second
+
+// writeRate updates the estimate of shard commits per second with the
+// commits since the last roll-up (an exponential moving average over time).
+func writeRate(prev counter.Counter, sums counter.Sums, readTime time.Time) float64 {
+	dt := readTime.Sub(prev.AsOf)
+	if dt <= 0 || prev.AsOf.IsZero() {
+		return prev.WriteRate
+	}
+	now := float64(sums.Commits-prev.Sums.Commits) / dt.Seconds()
+	keep := math.Exp2(-dt.Seconds() / rateHalfLife.Seconds())
+	return keep*prev.WriteRate + (1-keep)*now
+}
+
+// finishMerge runs the last merge of a shrink once no instance can still
+// write to the old shards, and records it on c.
+func (r *Roller) finishMerge(ctx context.Context, c *counter.Counter) (bool, error) {
+	if !c.Reshard.Merging() || r.clock.Now().Before(c.Reshard.MergeUntil) {
+		return false, nil
+	}
+	n, err := r.store.MergeShards(ctx, c.ID, c.Reshard.To, c.Reshard.From)
+	if err != nil {
+		return false, err
+	}
+	c.Reshard.MergedAt = r.clock.Now()
+	logging.FromContext(ctx).Info("shrink merged", "from", c.Reshard.From, "to", c.Reshard.To, "shards_merged_last", n)
+	return true, nil
 }
 
 // learn merges what was just observed into known.
 func (r *Roller) learn(id string, k knowledge) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old, ok := r.known[id]
-	if !ok && len(r.known) >= maxKnown {
-		clear(r.known)
-	}
+	old, _ := r.known.Get(id)
 	if k.asOf.After(old.asOf) {
 		old.asOf = k.asOf
 	}
 	if k.slot.After(old.slot) {
-		old.slot = k.slot
+		old.slot, old.holder = k.slot, k.holder
 	}
-	r.known[id] = old
+	r.known.Add(id, old)
 }
 
 // Reconcile recomputes a counter's total and writes it if the stored one
 // differs, whatever the cadence: it heals a roll-up whose last event was
-// lost. It reports whether the total was corrected.
+// lost, and finishes a shrink's merge on a counter nobody writes to. It
+// reports whether the document was corrected.
 func (r *Roller) Reconcile(ctx context.Context, id string) (bool, error) {
 	for range 3 {
-		st, err := r.store.RollupState(ctx, id)
+		c, err := r.store.Read(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		total, readTime, err := r.store.ShardTotal(ctx, id)
+		merged, err := r.finishMerge(ctx, &c)
 		if err != nil {
 			return false, err
 		}
-		if total == st.Count {
+		sums, readTime, err := r.sum(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if sums.Count == c.Count && !merged {
 			return false, nil
 		}
-		_, ok, err := r.store.WriteRollup(ctx, id, total, readTime, st.Version)
+		next := c
+		next.Count, next.Sums, next.AsOf = sums.Count, sums, readTime
+		_, ok, err := r.store.WriteRollup(ctx, next, merged)
 		if err != nil {
 			return false, err
 		}
 		if ok {
 			r.learn(id, knowledge{asOf: readTime})
-			r.log.Warn("reconciled a stale roll-up", "counter_id", id, "count", total,
-				"previous_count", st.Count, "previous_as_of", st.AsOf)
-			return true, nil
+			logging.FromContext(ctx).Warn("reconciled a stale roll-up", "count", sums.Count,
+				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
+			return sums.Count != c.Count, nil
 		}
 	}
-	return false, fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id)
+	return false, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
+		"counter %q keeps changing; retry", id)
 }

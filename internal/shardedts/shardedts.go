@@ -11,16 +11,18 @@
 //
 // Only shard when the sustained write rate is above ~500/s: below it this is
 // a premature optimisation that costs a fan-out on every read.
+//
+// The package plans and merges; it does no I/O. Plan returns the queries to
+// run and Page merges their results into one page and the next page's token
+// (internal/firestoredb runs them).
 package shardedts
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -37,16 +39,15 @@ const MaxIn = 30
 
 // Collection is a collection with sharded timestamps.
 type Collection struct {
-	client *firestore.Client
 	coll   *firestore.CollectionRef
 	shards []string
 	tokens *tokenCodec
 }
 
-// New returns the collection name of client with numShards shard values
-// "0" … "numShards-1". secret signs page tokens.
-func New(client *firestore.Client, name string, numShards int, secret []byte) *Collection {
-	return &Collection{client: client, coll: client.Collection(name), shards: shardValues(numShards), tokens: &tokenCodec{key: secret}}
+// New returns coll with numShards shard values "0" … "numShards-1"; secret
+// signs page tokens.
+func New(coll *firestore.CollectionRef, numShards int, secret []byte) *Collection {
+	return &Collection{coll: coll, shards: shardValues(numShards), tokens: &tokenCodec{key: secret}}
 }
 
 func shardValues(n int) []string {
@@ -57,6 +58,9 @@ func shardValues(n int) []string {
 	return shards
 }
 
+// Ref returns the collection.
+func (c *Collection) Ref() *firestore.CollectionRef { return c.coll }
+
 // Shards returns the shard values.
 func (c *Collection) Shards() []string { return c.shards }
 
@@ -65,36 +69,6 @@ func (c *Collection) RandomShard() string { return c.shards[rand.IntN(len(c.shar
 
 // Chunks splits the shard values into the fewest groups of at most MaxIn.
 func (c *Collection) Chunks() [][]string { return slices.Collect(slices.Chunk(c.shards, MaxIn)) }
-
-// Create writes docs in one commit, each with a random shard value and an
-// automatic id, and returns the ids in order. Each doc must hold TimeField.
-func (c *Collection) Create(ctx context.Context, docs []map[string]any) ([]string, error) {
-	refs := make([]*firestore.DocumentRef, len(docs))
-	for i := range refs {
-		refs[i] = c.coll.NewDoc()
-	}
-	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		for i, d := range docs {
-			withShard := make(map[string]any, len(d)+1)
-			for k, v := range d {
-				withShard[k] = v
-			}
-			withShard[ShardField] = c.RandomShard()
-			if err := tx.Create(refs[i], withShard); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("shardedts: create %d documents: %w", len(docs), err)
-	}
-	ids := make([]string, len(refs))
-	for i, r := range refs {
-		ids[i] = r.ID
-	}
-	return ids, nil
-}
 
 // Filter is the equality a query selects documents by.
 type Filter struct {
@@ -109,46 +83,12 @@ type Page struct {
 	NextToken string
 }
 
-// Query returns up to limit documents matching f, newest first (ties by
-// document id, descending), after the position in token ("" for the first
-// page). A token that was tampered with or issued for another filter is
-// rejected with ErrBadToken.
-func (c *Collection) Query(ctx context.Context, f Filter, limit int, token string) (Page, error) {
-	queries, err := c.Plan(f, limit, token)
-	if err != nil {
-		return Page{}, err
-	}
-	results := make([][]*firestore.DocumentSnapshot, len(queries))
-	errs := make([]error, len(queries))
-	var wg sync.WaitGroup
-	for i, q := range queries {
-		wg.Go(func() { results[i], errs[i] = q.Documents(ctx).GetAll() })
-	}
-	wg.Wait()
-	var all []*firestore.DocumentSnapshot
-	for i := range queries {
-		if errs[i] != nil {
-			return Page{}, fmt.Errorf("shardedts: query %s: %w", c.coll.ID, errs[i])
-		}
-		all = append(all, results[i]...)
-	}
-	slices.SortFunc(all, newestFirst)
-
-	page := Page{Docs: all[:min(limit, len(all))]}
-	if len(all) > limit {
-		last := page.Docs[len(page.Docs)-1]
-		at, err := timeOf(last)
-		if err != nil {
-			return Page{}, err
-		}
-		page.NextToken = c.tokens.encode(cursor{at: at, id: last.Ref.ID}, f)
-	}
-	return page, nil
-}
-
-// Plan returns the queries Query runs, one per chunk of shard values: the
-// single place queries are built, so tests can check them against the
-// index definitions.
+// Plan returns the queries of one page of documents matching f, newest
+// first (ties by document id, descending), after the position in token (""
+// for the first page): one query per chunk of shard values. It is the
+// single place queries are built, so tests check them against the index
+// definitions. A token that was tampered with, was issued for another
+// filter or holds a position Firestore cannot take is ErrBadToken.
 func (c *Collection) Plan(f Filter, limit int, token string) ([]firestore.Query, error) {
 	var after *cursor
 	if token != "" {
@@ -172,6 +112,25 @@ func (c *Collection) Plan(f Filter, limit int, token string) ([]firestore.Query,
 		queries = append(queries, q)
 	}
 	return queries, nil
+}
+
+// Page merges the results of Plan's queries into one page of at most limit
+// documents, and the token of the next page.
+func (c *Collection) Page(f Filter, limit int, results [][]*firestore.DocumentSnapshot) (Page, error) {
+	all := slices.Concat(results...)
+	for _, d := range all {
+		if _, err := timeOf(d); err != nil {
+			return Page{}, err
+		}
+	}
+	slices.SortFunc(all, newestFirst)
+	page := Page{Docs: all[:min(limit, len(all))]}
+	if len(all) > limit {
+		last := page.Docs[len(page.Docs)-1]
+		at, _ := timeOf(last)
+		page.NextToken = c.tokens.encode(cursor{at: at, id: last.Ref.ID}, f)
+	}
+	return page, nil
 }
 
 // newestFirst orders by timestamp, then document id, both descending: the

@@ -7,7 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrBadToken is returned for a page token that was not issued by this
@@ -67,7 +69,39 @@ func (c *tokenCodec) decode(token string, f Filter) (cursor, error) {
 	if n <= 0 || idLen != uint64(len(rest)-n) {
 		return cursor{}, ErrBadToken
 	}
-	return cursor{at: time.Unix(secs, int64(nanos)).UTC(), id: string(rest[n:])}, nil
+	cur := cursor{at: time.Unix(secs, int64(nanos)).UTC(), id: string(rest[n:])}
+	if !cur.valid() {
+		// Signed by us but not a position we issue: a leaked key, or a
+		// change of this code. Firestore would fail or hang on it.
+		return cursor{}, ErrBadToken
+	}
+	return cur, nil
+}
+
+// Firestore's timestamp range and document id rules.
+var (
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+)
+
+const maxIDBytes = 1500
+
+// valid reports whether Firestore accepts the cursor: a time in its range
+// and a valid document id (1–1,500 bytes of UTF-8, no "/", not "." or
+// "..", not of the reserved form __…__).
+func (c cursor) valid() bool {
+	id := c.id
+	switch {
+	case c.at.Before(minTime) || c.at.After(maxTime):
+		return false
+	case id == "" || len(id) > maxIDBytes || !utf8.ValidString(id) || strings.Contains(id, "/"):
+		return false
+	case id == "." || id == "..":
+		return false
+	case len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
+		return false
+	}
+	return true
 }
 
 func (c *tokenCodec) mac(body []byte, f Filter) []byte {

@@ -2,7 +2,7 @@
 // requests and measures what users care about: throughput, latency
 // percentiles, errors, whether the totals are exact, and how long the
 // roll-up takes to catch up. cmd/loadgen is its command line.
-package load
+package loadtest
 
 import (
 	"context"

@@ -1,19 +1,16 @@
-package functions
+package service
 
 import (
+	"context"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/ratelimit"
 )
 
-// maxInstrumentsBody fits 500 instruments with long names.
-const maxInstrumentsBody = 1 << 20
-
-// RecordInstrumentsRequest is the body of recordInstruments.
+// RecordInstrumentsRequest is the input of recordInstruments.
 type RecordInstrumentsRequest struct {
 	Instruments []instruments.Input `json:"instruments"`
 }
@@ -38,20 +35,32 @@ func (b RecordInstrumentsRequest) batch() ([]instruments.Instrument, error) {
 	return out, nil
 }
 
-func (a *app) recordInstruments(w http.ResponseWriter, r *http.Request, req *httpapi.Request) (int, any, error) {
+func (a *app) recordInstruments(ctx context.Context, req *httpapi.Request) (int, any, error) {
 	var body RecordInstrumentsRequest
-	if err := httpapi.DecodeJSON(w, r, maxInstrumentsBody, &body); err != nil {
+	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}
 	batch, err := body.batch()
 	if err != nil {
 		return 0, nil, err
 	}
-	ids, err := a.instruments.Record(r.Context(), batch)
+	if err := a.allow(req, ratelimit.Record, len(batch)); err != nil {
+		return 0, nil, err
+	}
+	ids, err := a.instruments.Record(ctx, batch)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, RecordInstrumentsResponse{IDs: ids}, nil
+}
+
+// QueryInstrumentsRequest is the input of queryInstruments (its query
+// string, or a callable request's data).
+type QueryInstrumentsRequest struct {
+	Field     *string `json:"field"`
+	Value     *string `json:"value"`
+	Limit     *int    `json:"limit"`
+	PageToken *string `json:"page_token"`
 }
 
 // QueryInstrumentsResponse is a page of instruments, newest first.
@@ -60,30 +69,30 @@ type QueryInstrumentsResponse struct {
 	NextPageToken string                   `json:"next_page_token,omitempty"`
 }
 
-// instrumentsQuery validates queryInstruments' query string.
-func instrumentsQuery(q url.Values) (field, value string, limit int, token string, err error) {
-	if err := httpapi.CheckQuery(q, "field", "value", "limit", "page_token"); err != nil {
-		return "", "", 0, "", err
+func (q QueryInstrumentsRequest) validate() (field, value string, limit int, token string, err error) {
+	field, value, token, limit = deref(q.Field), deref(q.Value), deref(q.PageToken), instruments.DefaultLimit
+	if q.Limit != nil {
+		limit = *q.Limit
 	}
-	limit = instruments.DefaultLimit
-	if s := q.Get("limit"); s != "" {
-		if limit, err = strconv.Atoi(s); err != nil {
-			return "", "", 0, "", errs.Invalid("limit", "must be an integer")
-		}
-	}
-	field, value, token = q.Get("field"), q.Get("value"), q.Get("page_token")
 	if err := instruments.ValidateQuery(field, value, limit); err != nil {
 		return "", "", 0, "", err
 	}
 	return field, value, limit, token, nil
 }
 
-func (a *app) queryInstruments(w http.ResponseWriter, r *http.Request, req *httpapi.Request) (int, any, error) {
-	field, value, limit, token, err := instrumentsQuery(r.URL.Query())
+func (a *app) queryInstruments(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	var body QueryInstrumentsRequest
+	if err := req.Decode(&body); err != nil {
+		return 0, nil, err
+	}
+	field, value, limit, token, err := body.validate()
 	if err != nil {
 		return 0, nil, err
 	}
-	page, next, err := a.instruments.Query(r.Context(), field, value, limit, token)
+	if err := a.allow(req, ratelimit.Query, 1); err != nil {
+		return 0, nil, err
+	}
+	page, next, err := a.instruments.Query(ctx, field, value, limit, token)
 	if err != nil {
 		return 0, nil, err
 	}

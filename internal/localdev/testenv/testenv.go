@@ -1,9 +1,13 @@
-// Package testenv connects tests to the real Firestore emulator started by
-// scripts/test.sh and serves the real functions through functions-framework
-// in the test process.
+// Package testenv connects tests to the real Firestore and Auth emulators
+// started by scripts/test.sh and serves the real functions through
+// functions-framework in the test process. It is for tests only.
 //
 // Each test binary works in its own demo- project, so packages running in
 // parallel against one emulator never see each other's data.
+//
+// Without an emulator, tests that need one skip with a message saying how
+// to run them; scripts/test.sh sets SHARDCOUNT_REQUIRE_EMULATORS=1, so
+// there a missing emulator fails instead.
 package testenv
 
 import (
@@ -23,6 +27,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"google.golang.org/api/iterator"
+
+	"github.com/shardcount/shardcount/internal/firestoredb"
 )
 
 // EmulatorHost returns FIRESTORE_EMULATOR_HOST, or an error saying how to
@@ -32,6 +38,50 @@ func EmulatorHost() (string, error) {
 		return h, nil
 	}
 	return "", fmt.Errorf("FIRESTORE_EMULATOR_HOST is not set: run the tests with scripts/test.sh, which starts the Firestore emulator")
+}
+
+// NeedEmulators skips tb (or, under scripts/test.sh, fails it) when the
+// emulators it needs are not running; err says which.
+func NeedEmulators(tb testing.TB, err error) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("SHARDCOUNT_REQUIRE_EMULATORS") != "" {
+		tb.Fatal(err)
+	}
+	tb.Skip(err)
+}
+
+// Missing reports, for TestMain, whether the emulators a package needs are
+// missing: it prints why and returns true when the package should skip
+// (exit 0), and exits with a failure under scripts/test.sh.
+func Missing(errs ...error) bool {
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if os.Getenv("SHARDCOUNT_REQUIRE_EMULATORS") != "" {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "skipping the package:", err)
+		return true
+	}
+	return false
+}
+
+// DB opens the project's own Firestore access on the emulator.
+func DB(tb testing.TB, project string) *firestoredb.DB {
+	tb.Helper()
+	host, err := EmulatorHost()
+	NeedEmulators(tb, err)
+	db, err := firestoredb.Open(context.Background(), project, host)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }
 
 // NewProjectID returns a fresh demo- project id (emulator-only by Firebase
@@ -48,9 +98,8 @@ func NewProjectID(prefix string) string {
 // Firestore returns an admin client of project on the emulator.
 func Firestore(tb testing.TB, project string) *firestore.Client {
 	tb.Helper()
-	if _, err := EmulatorHost(); err != nil {
-		tb.Fatal(err)
-	}
+	_, err := EmulatorHost()
+	NeedEmulators(tb, err)
 	c, err := firestore.NewClient(context.Background(), project)
 	if err != nil {
 		tb.Fatalf("firestore client: %v", err)

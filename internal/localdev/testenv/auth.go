@@ -46,6 +46,17 @@ func CreateUser(tb testing.TB, project, uid string) {
 // emulator issues: the Admin SDK's emulator mode and the Firestore emulator's
 // rules accept it. It is valid from issued to expires.
 func IDToken(project, uid string, issued, expires time.Time) string {
+	return token(project, uid, "custom", issued, expires)
+}
+
+// AnonymousIDToken mints a token of a user of anonymous sign-in, valid for
+// the next hour.
+func AnonymousIDToken(project, uid string) string {
+	now := time.Now()
+	return token(project, uid, "anonymous", now.Add(-time.Minute), now.Add(time.Hour))
+}
+
+func token(project, uid, provider string, issued, expires time.Time) string {
 	enc := func(v any) string {
 		b, _ := json.Marshal(v)
 		return base64.RawURLEncoding.EncodeToString(b)
@@ -59,7 +70,7 @@ func IDToken(project, uid string, issued, expires time.Time) string {
 		"auth_time": issued.Unix(),
 		"iat":       issued.Unix(),
 		"exp":       expires.Unix(),
-		"firebase":  map[string]any{"sign_in_provider": "custom", "identities": map[string]any{}},
+		"firebase":  map[string]any{"sign_in_provider": provider, "identities": map[string]any{}},
 	})
 	return header + "." + claims + "."
 }

@@ -1,12 +1,14 @@
-package instruments
+package firestoredb_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/indexcheck"
+	. "github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 	"github.com/shardcount/shardcount/internal/shardedts"
-	"github.com/shardcount/shardcount/internal/testenv"
 )
 
 // TestIndexesServeEveryQuery builds every query queryInstruments can run,
@@ -19,10 +21,10 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := testenv.Firestore(t, testenv.NewProjectID("index"))
+	db := testenv.DB(t, testenv.NewProjectID("index"))
 	used := map[int]bool{}
 	for _, shards := range []int{1, 3, 30, 64, 1000} {
-		s := NewStore(fs, shards, []byte("secret"))
+		s := firestoredb.NewInstruments(db, shards, []byte("secret"))
 		for _, field := range QueryFields {
 			// A real token for the second page, to plan a query with a cursor.
 			batch := randomInstruments(2)
@@ -78,15 +80,15 @@ func TestShardAndTimestampAreNotSingleFieldIndexed(t *testing.T) {
 	for _, field := range []string{shardedts.TimeField, shardedts.ShardField} {
 		found := false
 		for _, o := range file.FieldOverrides {
-			if o.CollectionGroup == CollectionName && o.FieldPath == field {
+			if o.CollectionGroup == firestoredb.InstrumentsCollection && o.FieldPath == field {
 				found = true
 				if len(o.Indexes) != 0 {
-					t.Errorf("%s.%s keeps single-field indexes %v", CollectionName, field, o.Indexes)
+					t.Errorf("%s.%s keeps single-field indexes %v", firestoredb.InstrumentsCollection, field, o.Indexes)
 				}
 			}
 		}
 		if !found {
-			t.Errorf("no field override disables the single-field indexes of %s.%s", CollectionName, field)
+			t.Errorf("no field override disables the single-field indexes of %s.%s", firestoredb.InstrumentsCollection, field)
 		}
 	}
 }

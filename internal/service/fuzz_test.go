@@ -1,4 +1,4 @@
-package functions
+package service
 
 import (
 	"net/url"
@@ -14,7 +14,7 @@ import (
 // function. No input may panic, and every rejection must be a client error
 // (4xx): a 5xx would mean a bad request reached code that trusts it. Seed
 // corpora live in testdata/fuzz; `go test` replays them, and
-// `go test -fuzz=<target> ./functions` explores further (README
+// `go test -fuzz=<target> ./internal/service` explores further (README
 // "Security").
 
 func clientError(t *testing.T, err error) {
@@ -27,6 +27,7 @@ func clientError(t *testing.T, err error) {
 func FuzzCreateCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"counter_id":"post-1","num_shards":10}`))
 	f.Add([]byte(`{"followers_count":2500,"post_type":"protected"}`))
+	f.Add([]byte(`{"followers_count":9223372036854775807}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var b CreateCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
@@ -38,23 +39,29 @@ func FuzzCreateCounterRequest(f *testing.F) {
 		if err == nil && (counter.ValidateID(id) != nil || shards < counter.MinShards || shards > counter.MaxShards) {
 			t.Fatalf("accepted id %q with %d shards", id, shards)
 		}
+		if err == nil && b.NumShards == nil && b.FollowersCount != nil && *b.FollowersCount > 1_000_000_000 && shards != counter.MaxShards {
+			t.Fatalf("%d followers got %d shards", *b.FollowersCount, shards)
+		}
 	})
 }
 
 func FuzzIncrementCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"counter_id":"post-1","delta":-3}`), "key-1")
 	f.Add([]byte(`{"counter_id":"post-1","action_type":"decrement"}`), "")
+	f.Add([]byte(`{"increments":[{"counter_id":"a","delta":2,"idempotency_key":"k"},{"counter_id":"b"}]}`), "")
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		clientError(t, validateKey(key))
+		clientError(t, validateKey("Idempotency-Key", key, false))
 		var b IncrementCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
 			return
 		}
-		id, delta, err := b.delta()
-		clientError(t, err)
-		if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(delta) != nil) {
-			t.Fatalf("accepted id %q with delta %d", id, delta)
+		for _, it := range append(b.Increments, b.IncrementItem) {
+			id, op, err := it.validate(key)
+			clientError(t, err)
+			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || validateKey("k", op.Key, false) != nil) {
+				t.Fatalf("accepted id %q with %+v", id, op)
+			}
 		}
 	})
 }
@@ -67,11 +74,24 @@ func FuzzGetCounterQuery(f *testing.F) {
 		if err != nil {
 			return // net/http answers 400 before the function runs
 		}
-		id, consistency, err := getCounterQuery(q)
+		var b GetCounterRequest
+		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
+			clientError(t, err)
+			return
+		}
+		id, consistency, err := b.validate()
 		clientError(t, err)
 		if err == nil && (counter.ValidateID(id) != nil || consistency != "strong" && consistency != "eventual") {
 			t.Fatalf("accepted %q, %q", id, consistency)
 		}
+	})
+}
+
+func FuzzReshardCounterRequest(f *testing.F) {
+	f.Add([]byte(`{"counter_id":"post-1","num_shards":3}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b ReshardCounterRequest
+		clientError(t, httpapi.Unmarshal(body, &b))
 	})
 }
 
@@ -86,6 +106,7 @@ func FuzzReconcileRequest(f *testing.F) {
 
 func FuzzRecordInstrumentsRequest(f *testing.F) {
 	f.Add([]byte(`{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":34790000},"exchange":"EXCHG1","instrumentType":"commonstock","timestamp":"2019-01-01T13:45:23.010Z"}]}`))
+	f.Add([]byte(`{"instruments":[{"symbol":"A","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"t","timestamp":"0001-01-01T00:30:00+01:00"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var b RecordInstrumentsRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
@@ -95,7 +116,7 @@ func FuzzRecordInstrumentsRequest(f *testing.F) {
 		batch, err := b.batch()
 		clientError(t, err)
 		for _, in := range batch {
-			if in.Timestamp.Year() < 1 || in.Timestamp.Location() != time.UTC || in.Price.Micros < 0 {
+			if y := in.Timestamp.Year(); y < 1 || y > 9999 || in.Timestamp.Location() != time.UTC || in.Price.Micros < 0 {
 				t.Fatalf("accepted %+v", in)
 			}
 		}
@@ -110,7 +131,12 @@ func FuzzQueryInstrumentsQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, _, limit, _, err := instrumentsQuery(q)
+		var b QueryInstrumentsRequest
+		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
+			clientError(t, err)
+			return
+		}
+		_, _, limit, _, err := b.validate()
 		clientError(t, err)
 		if err == nil && (limit < 1 || limit > instruments.MaxLimit) {
 			t.Fatalf("accepted limit %d", limit)

@@ -1,4 +1,4 @@
-package load
+package loadtest
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/instruments"
 )
 
@@ -48,7 +49,7 @@ func InstrumentsMix(ctx context.Context, f *Functions, o Options, queryShare flo
 
 // QueryLatency stores docs instruments in store (in batches of 500), then
 // times reps first-page queries of 20 by exchange.
-func QueryLatency(ctx context.Context, store *instruments.Store, shards, docs, reps int) (ReadLatency, error) {
+func QueryLatency(ctx context.Context, store *firestoredb.Instruments, shards, docs, reps int) (ReadLatency, error) {
 	for left := docs; left > 0; left -= instruments.MaxBatch {
 		batch := make([]instruments.Instrument, min(left, instruments.MaxBatch))
 		for i := range batch {

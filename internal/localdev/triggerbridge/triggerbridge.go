@@ -1,6 +1,7 @@
-// Package eventbridge delivers the Firestore emulator's trigger events to
-// locally served CloudEvent functions. It is for local runs and tests only:
-// deployed functions receive events from Eventarc and never see it.
+// Package triggerbridge delivers the Firestore emulator's trigger events to
+// locally served functions, the way Eventarc delivers them to deployed
+// ones. It is for local runs and tests only: deployed functions receive
+// events from Eventarc and never see it.
 //
 // The emulator (started with --functions_emulator=HOST:PORT) POSTs each
 // matching write to http://HOST:PORT/functions/projects/{p}/triggers/{id}
@@ -9,7 +10,15 @@
 // Content-Type), and a body holding the base64 text of the protobuf instead
 // of its bytes. The bridge fixes both and forwards to {target}/{id}, so a
 // trigger registered with the function's name reaches that function.
-package eventbridge
+//
+// The emulator waits for each answer before it sends the next event, so a
+// bridge that forwarded synchronously would queue every counter's events
+// behind the slowest one. Like Eventarc, the bridge instead accepts at once
+// and delivers concurrently: up to Workers events in flight, the rest
+// queued in memory (never dropped; when Queue is full the emulator waits).
+// Like Eventarc with --retry, it delivers an event again, with backoff, when
+// the function answers 429 or 5xx or cannot be reached; a 4xx is final.
+package triggerbridge
 
 import (
 	"bytes"
@@ -18,8 +27,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Delivery is one event as the bridge forwards it, in production form.
@@ -39,8 +52,53 @@ type Bridge struct {
 	// Intercept, when set, sees every event first; returning false drops
 	// it (tests use this to capture events or simulate a lost one).
 	Intercept func(*Delivery) bool
-	// Client sends the forwarded requests; nil means http.DefaultClient.
+	// Client sends the forwarded requests; nil means one keeping a
+	// connection per worker.
 	Client *http.Client
+	// Workers bounds the deliveries in flight (default 64); Queue bounds
+	// the events waiting (default 100,000).
+	Workers, Queue int
+	// Retries bounds the deliveries of one event (default 8: about 30 s
+	// of backoff); Eventarc keeps trying for 24 hours.
+	Retries int
+	Log     *slog.Logger
+
+	once     sync.Once
+	queue    chan *Delivery
+	pending  atomic.Int64 // accepted, not yet delivered or given up
+	accepted atomic.Int64 // when the last event was accepted (Unix ns)
+}
+
+func (b *Bridge) start() {
+	b.once.Do(func() {
+		workers, queue := b.Workers, b.Queue
+		if workers <= 0 {
+			workers = 64
+		}
+		if queue <= 0 {
+			queue = 100_000
+		}
+		if b.Retries <= 0 {
+			b.Retries = 8
+		}
+		if b.Log == nil {
+			b.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		}
+		if b.Client == nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.MaxIdleConnsPerHost = workers // one kept-alive connection per worker
+			b.Client = &http.Client{Transport: tr}
+		}
+		b.queue = make(chan *Delivery, queue)
+		for range workers {
+			go func() {
+				for d := range b.queue {
+					b.deliverWithRetries(d)
+					b.pending.Add(-1)
+				}
+			}()
+		}
+	})
 }
 
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,12 +118,38 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	status, err := b.Deliver(r.Context(), d)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+	b.start()
+	b.pending.Add(1)
+	b.accepted.Store(time.Now().UnixNano())
+	b.queue <- d // blocks the emulator, not the other events, when full
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// Quiet reports whether every event accepted was delivered (or given up)
+// and none arrived for the given time: the emulator sends a write's event
+// within milliseconds to a few hundred, so earlier writes are done.
+func (b *Bridge) Quiet(d time.Duration) bool {
+	return b.pending.Load() == 0 && time.Since(time.Unix(0, b.accepted.Load())) >= d
+}
+
+func (b *Bridge) deliverWithRetries(d *Delivery) {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		status, err := b.Deliver(context.Background(), d)
+		retry := err != nil || status == http.StatusTooManyRequests || status >= 500
+		if !retry {
+			if status >= 400 {
+				b.Log.Warn("the function refused an event", "function", d.Function, "subject", d.Subject(), "status", status)
+			}
+			return
+		}
+		if attempt >= b.Retries {
+			b.Log.Error("gave up delivering an event", "function", d.Function, "subject", d.Subject(), "status", status, "error", fmt.Sprint(err))
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 10*time.Second)
 	}
-	w.WriteHeader(status)
 }
 
 // Convert turns an emulator request into what Eventarc would send.
@@ -88,20 +172,17 @@ func Convert(function string, h http.Header, body []byte) *Delivery {
 	return &Delivery{Function: function, Header: out, Body: body}
 }
 
-// Deliver POSTs d to its function and returns the HTTP status.
+// Deliver POSTs d to its function once and returns the HTTP status.
 func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(b.Target, "/")+"/"+d.Function, bytes.NewReader(d.Body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header = d.Header.Clone()
-	c := b.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	b.start()
+	resp, err := b.Client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("eventbridge: deliver to %s: %w", d.Function, err)
+		return 0, fmt.Errorf("triggerbridge: deliver to %s: %w", d.Function, err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -133,12 +214,12 @@ func Register(ctx context.Context, emulatorHost, project string, t Trigger) erro
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("eventbridge: register %s: %w", t.Function, err)
+		return fmt.Errorf("triggerbridge: register %s: %w", t.Function, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return fmt.Errorf("eventbridge: register %s: %s: %s", t.Function, resp.Status, msg)
+		return fmt.Errorf("triggerbridge: register %s: %s: %s", t.Function, resp.Status, msg)
 	}
 	return nil
 }

@@ -1,0 +1,90 @@
+package groupcommit
+
+// state is the bookkeeping of a Batcher, with no goroutines and no time, so
+// a test can drive it through any interleaving. Its caller holds the
+// Batcher's lock.
+type state[T, R any] struct {
+	maxBatch int
+	queues   map[string]*queue[T, R]
+}
+
+type queue[T, R any] struct {
+	waiting []*unit[T, R]
+	// busy is true while a drain runs for the key: a flush is in flight,
+	// or about to start.
+	busy bool
+}
+
+type unit[T, R any] struct {
+	items []T
+	done  chan []R // buffered: a flush never blocks on a caller that left
+	taken bool
+}
+
+func newState[T, R any](maxBatch int) state[T, R] {
+	return state[T, R]{maxBatch: maxBatch, queues: map[string]*queue[T, R]{}}
+}
+
+// submit queues u; it reports whether the key was idle, so the caller must
+// start a drain.
+func (s *state[T, R]) submit(key string, u *unit[T, R]) bool {
+	q := s.queues[key]
+	if q == nil {
+		q = &queue[T, R]{}
+		s.queues[key] = q
+	}
+	q.waiting = append(q.waiting, u)
+	if q.busy {
+		return false
+	}
+	q.busy = true
+	return true
+}
+
+// cancel removes u if no flush took it yet, and reports whether it did.
+func (s *state[T, R]) cancel(key string, u *unit[T, R]) bool {
+	q := s.queues[key]
+	if q == nil || u.taken {
+		return false
+	}
+	for i, w := range q.waiting {
+		if w == u {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// take returns the next batch of key: whole units in arrival order, at most
+// maxBatch items. When none is waiting it marks the key idle (forgetting
+// it) and returns nil; the drain then ends.
+func (s *state[T, R]) take(key string) []*unit[T, R] {
+	q := s.queues[key]
+	if len(q.waiting) == 0 {
+		delete(s.queues, key)
+		return nil
+	}
+	n, items := 0, 0
+	for n < len(q.waiting) && items+len(q.waiting[n].items) <= s.maxBatch {
+		items += len(q.waiting[n].items)
+		n++
+	}
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	for _, u := range batch {
+		u.taken = true
+	}
+	return batch
+}
+
+// queued is how many items wait for key.
+func (s *state[T, R]) queued(key string) int {
+	n := 0
+	if q := s.queues[key]; q != nil {
+		for _, u := range q.waiting {
+			n += len(u.items)
+		}
+	}
+	return n
+}

@@ -1,0 +1,79 @@
+// Package service holds the Cloud Functions of the project: their catalog
+// (names, triggers, who may call them, their handlers) and the handlers,
+// built lazily from the environment on the first request. It knows HTTP
+// only through internal/httpapi and Firestore only through
+// internal/firestoredb.
+//
+// The module root registers every entry of Catalog with functions-framework;
+// scripts/deploy.sh deploys each one under the same name.
+package service
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/httpapi"
+)
+
+// Kind is how a function is triggered.
+type Kind int
+
+const (
+	HTTPTrigger Kind = iota
+	FirestoreTrigger
+)
+
+// Access says who may invoke a function.
+type Access int
+
+const (
+	// Public functions are called by apps over HTTPS; they check Firebase
+	// ID tokens themselves (AUTH=required) and speak the callable protocol.
+	Public Access = iota
+	// Private functions are invoked only by Google services with IAM
+	// (Eventarc, Cloud Scheduler); they are deployed without public access.
+	Private
+)
+
+// Spec describes one function.
+type Spec struct {
+	Name   string
+	Kind   Kind
+	Access Access
+	Method string // HTTP functions
+	// MaxBody bounds an HTTP function's request body.
+	MaxBody int64
+	// LongRunning functions get RECONCILE_BUDGET instead of
+	// FIRESTORE_DEADLINE, and a longer timeout when deployed.
+	LongRunning bool
+	// Firestore triggers: the event type and the document path pattern.
+	EventType string
+	Document  string
+
+	http  func(*app, context.Context, *httpapi.Request) (int, any, error)
+	event func(*app, context.Context, event.Event) error
+}
+
+// WrittenEvent is the Firestore event the roll-up listens to.
+const WrittenEvent = "google.cloud.firestore.document.v1.written"
+
+// Body limits.
+const (
+	smallBody = 64 << 10
+	largeBody = 1 << 20 // 500 instruments, or 500 increments, with long names
+)
+
+// Catalog lists every function, in deployment order.
+var Catalog = []Spec{
+	{Name: "createCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).createCounter},
+	{Name: "incrementCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).incrementCounter},
+	{Name: "getCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).getCounter},
+	{Name: "reshardCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).reshardCounter},
+	{Name: "rollupCounter", Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: firestoredb.ShardDocument, event: (*app).rollupCounter},
+	{Name: "reconcileCounters", Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: (*app).reconcileCounters},
+	{Name: "recordInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).recordInstruments},
+	{Name: "queryInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).queryInstruments},
+}

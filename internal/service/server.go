@@ -1,0 +1,296 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/shardcount/shardcount/internal/auth"
+	"github.com/shardcount/shardcount/internal/config"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/groupcommit"
+	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/rollup"
+)
+
+// Server serves the functions of Catalog. Its settings are read once, on
+// first use (at registration when deployed, where the environment is final;
+// tests set theirs later); the clients they need are built on the first
+// request. Registering it in init therefore never fails: a bad setting or a
+// failed connection answers 503 and is logged, and the next request tries
+// the connection again.
+type Server struct {
+	getenv func(string) string
+
+	once   sync.Once
+	cfg    config.Config
+	cfgErr error
+	log    *slog.Logger
+	edge   *httpapi.Edge
+	routes map[string]http.HandlerFunc // by function name
+
+	mu  sync.Mutex
+	app *app
+}
+
+// app is everything a request needs, built once.
+type app struct {
+	cfg          config.Config
+	db           *firestoredb.DB
+	counters     *firestoredb.Counters
+	instruments  *firestoredb.Instruments
+	roller       *rollup.Roller
+	limiter      *ratelimit.Limiter
+	increments   *groupcommit.Batcher[firestoredb.IncrementOp, firestoredb.IncrementResult]
+	authenticate httpapi.Authenticator // nil with AUTH=off
+
+	rollupEvents atomic.Int64 // rollupCounter invocations
+}
+
+// New returns a Server configured by getenv (usually os.Getenv). A
+// deployed function with a setting it refuses (README "Settings") logs
+// every problem when it starts and answers 503 to every request.
+func New(getenv func(string) string) *Server {
+	s := &Server{getenv: getenv}
+	if getenv("K_SERVICE") != "" {
+		s.setup()
+	}
+	return s
+}
+
+func (s *Server) setup() {
+	s.once.Do(func() {
+		s.cfg, s.cfgErr = config.FromEnv(s.getenv)
+		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
+		if s.cfgErr != nil {
+			s.log.Error("the functions refuse to serve until the configuration is fixed; every request answers 503", "error", s.cfgErr.Error())
+		}
+		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline}
+		if s.cfg.Auth != config.AuthOff {
+			s.edge.Authenticate = func() (httpapi.Authenticator, error) {
+				a, err := s.get()
+				if err != nil {
+					return nil, err
+				}
+				return a.authenticate, nil
+			}
+		}
+		s.routes = map[string]http.HandlerFunc{}
+		for _, spec := range Catalog {
+			s.routes[spec.Name] = s.handler(spec)
+		}
+	})
+}
+
+// Handler returns the handler of the function name.
+func (s *Server) Handler(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.setup()
+		s.routes[name](w, r)
+	}
+}
+
+// EmulatorRoute serves /{project}/{region}/{name}, the URL
+// connectFunctionsEmulator makes the Firebase SDKs call, with the function
+// named in it. Deployed functions are called at their own URL instead.
+func (s *Server) EmulatorRoute(w http.ResponseWriter, r *http.Request) {
+	s.setup()
+	h := s.routes[r.PathValue("name")]
+	if h == nil {
+		httpapi.WriteError(w, errs.New(errs.NotFound, "no function %q", r.PathValue("name")))
+		return
+	}
+	h(w, r)
+}
+
+func (s *Server) handler(spec Spec) http.HandlerFunc {
+	if spec.Kind == FirestoreTrigger {
+		return s.eventHandler(spec)
+	}
+	ep := httpapi.Endpoint{Name: spec.Name, Method: spec.Method, Public: spec.Access == Public, MaxBody: spec.MaxBody,
+		Handle: func(ctx context.Context, req *httpapi.Request) (int, any, error) {
+			a, err := s.get()
+			if err != nil {
+				return 0, nil, err
+			}
+			return spec.http(a, ctx, req)
+		}}
+	if spec.LongRunning {
+		ep.Deadline = s.cfg.ReconcileBudget + s.cfg.FirestoreDeadline
+	}
+	return s.edge.Handler(ep)
+}
+
+// get returns the app, building it on first use.
+func (s *Server) get() (*app, error) {
+	s.setup()
+	if s.cfgErr != nil {
+		return nil, errs.Retryable(s.cfgErr, 10*time.Second, "the function is misconfigured; see its logs")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.app != nil {
+		return s.app, nil
+	}
+	a, err := newApp(context.Background(), s.cfg, s.log)
+	if err != nil {
+		s.log.Error("cannot reach Firestore or Firebase Auth", "error", err.Error())
+		return nil, errs.Retryable(err, time.Second, "the function cannot start yet; see its logs, and retry")
+	}
+	s.app = a
+	return a, nil
+}
+
+func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, error) {
+	if cfg.Auth == config.AuthOff {
+		log.Warn("AUTH=off: every HTTP function accepts anonymous calls; use this for local demos only")
+	}
+	db, err := firestoredb.Open(ctx, cfg.ProjectID, cfg.EmulatorHost)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{
+		cfg:      cfg,
+		db:       db,
+		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache, SlowCommit: cfg.AutoShardingSlowCommit}),
+		limiter:  ratelimit.New(cfg.Limits),
+	}
+	a.roller = rollup.New(a.counters, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
+		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval}})
+	secret := cfg.PageTokenSecret
+	if secret == "" {
+		secret = localPageTokenKey // config refuses an empty key when deployed
+	}
+	a.instruments = firestoredb.NewInstruments(db, cfg.InstrumentShards, []byte(secret))
+	maxBatch := cfg.GroupCommitMaxBatch
+	if !cfg.GroupCommit {
+		maxBatch = 1
+	}
+	a.increments = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, a.commitIncrements)
+	if cfg.Auth == config.AuthRequired {
+		v, err := auth.New(ctx, db.ProjectID())
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		a.authenticate = v.Authenticate
+	}
+	return a, nil
+}
+
+// localPageTokenKey signs page tokens on the emulators only.
+const localPageTokenKey = "shardcount local development page-token key"
+
+// Stats is what the function server counts, for load tests
+// (cmd/devserver publishes it at /debug/vars).
+type Stats struct {
+	Firestore    map[string]firestoredb.OpCounts `json:"firestore"` // by label: increment, rollup, other
+	RollupEvents int64                           `json:"rollup_events"`
+}
+
+// Stats returns the counts so far (zero before the first request).
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	a := s.app
+	s.mu.Unlock()
+	if a == nil {
+		return Stats{}
+	}
+	return Stats{Firestore: a.db.Stats(), RollupEvents: a.rollupEvents.Load()}
+}
+
+// maxEventBody bounds a CloudEvent's body: a shard document is tiny.
+const maxEventBody = 1 << 20
+
+// eventHandler receives CloudEvents over plain HTTP, decoding each request
+// on its own with sdk-go's HTTP binding, under the request's context.
+//
+// It is not registered with functions.CloudEvent, whose receiver in
+// functions-framework-go v1.9.2 (sdk-go v2.16.2) hands every request to one
+// shared unbuffered channel: a request whose context ends before the
+// hand-off leaves its message behind, and each later request then runs
+// another's message on another's context, which can wedge an instance
+// (https://github.com/cloudevents/sdk-go/issues/1224,
+// https://github.com/cloudevents/sdk-go/issues/1332; the fixes are not
+// merged). Served like this, rollupCounter takes concurrent events, and
+// `gcloud functions deploy --trigger-event-filters` deploys it as before:
+// the trigger posts the same binary-mode CloudEvent to the function's URL.
+//
+// Answers: 204 when handled (or when a retry cannot help: a deleted
+// counter, an internal error, both logged); 503 when a retry can help (a
+// transient Firestore error, a cancelled or timed-out call), so Eventarc
+// delivers the event again; 4xx for a request that is not a usable
+// binary-mode CloudEvent.
+func (s *Server) eventHandler(spec Spec) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := logging.NewContext(r.Context(), s.log.With("function", spec.Name))
+		status, err := s.receive(ctx, w, r, spec)
+		level := slog.LevelDebug
+		switch {
+		case status >= 500:
+			level = slog.LevelWarn
+		case status >= 400 || err != nil:
+			level = slog.LevelError
+		}
+		attrs := []slog.Attr{slog.Int("status", status), slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000)}
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+		logging.FromContext(ctx).LogAttrs(ctx, level, "event", attrs...)
+	}
+}
+
+func (s *Server) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, spec Spec) (int, error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		return httpapi.WriteError(w, errs.New(errs.MethodNotAllowed, "%s receives CloudEvents with POST, not %s", spec.Name, r.Method))
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxEventBody)
+	msg := cehttp.NewMessageFromHttpRequest(r)
+	defer msg.Finish(nil)
+	switch msg.ReadEncoding() {
+	case binding.EncodingBinary:
+	case binding.EncodingStructured, binding.EncodingBatch:
+		return httpapi.WriteError(w, errs.New(errs.UnsupportedMediaType,
+			"structured-mode CloudEvents are not accepted: Eventarc sends binary mode (ce-* headers, the data as the body)"))
+	default:
+		return httpapi.WriteError(w, errs.New(errs.InvalidArgument, "not a CloudEvent: binary mode needs the ce-specversion, ce-id, ce-source and ce-type headers"))
+	}
+	e, err := binding.ToEvent(ctx, msg)
+	if err == nil {
+		err = e.Validate()
+	}
+	if err != nil {
+		return httpapi.WriteError(w, errs.Wrap(errs.InvalidArgument, err, "not a valid CloudEvent: %v", err))
+	}
+	logging.Annotate(ctx, "event_id", e.ID(), "event_type", e.Type())
+	a, err := s.get()
+	if err != nil {
+		return httpapi.WriteError(w, err)
+	}
+	err = spec.event(a, ctx, *e)
+	switch {
+	case err == nil:
+	case errs.Is(err, errs.InvalidArgument):
+		return httpapi.WriteError(w, err)
+	case errs.Is(err, errs.Unavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return httpapi.WriteError(w, errs.Retryable(err, time.Second, "retry the event"))
+	case errs.Is(err, errs.NotFound):
+		logging.FromContext(ctx).Warn("acknowledging an event of a deleted counter")
+	default:
+		logging.FromContext(ctx).Error("acknowledging an event the roll-up cannot use", "error", err.Error())
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil
+}

@@ -1,0 +1,114 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shardcount/shardcount/internal/fsevent"
+)
+
+func httptestBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+func serverWith(env map[string]string) *Server {
+	return New(func(k string) string { return env[k] })
+}
+
+// TestMisconfigurationAnswers503 checks that a bad setting never crashes
+// a function: every request gets 503 through the edge (with CORS headers,
+// so a browser sees it), and the detail stays in the logs.
+func TestMisconfigurationAnswers503(t *testing.T) {
+	s := serverWith(map[string]string{"AUTH": "sometimes", "ROLLUP_CADENCE": "never", "CORS_ORIGINS": "https://app.example.com"})
+	for _, spec := range Catalog {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(cmpOr(spec.Method, http.MethodPost), "/", strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", "https://app.example.com")
+		if spec.Kind == FirestoreTrigger {
+			req = shardEvent(t, "c1")
+		}
+		s.Handler(spec.Name)(rec, req)
+		var body struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(rec.Body.Bytes(), &body)
+		if rec.Code != http.StatusServiceUnavailable || body.Error.Code != "UNAVAILABLE" || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s: %d %s", spec.Name, rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), "sometimes") {
+			t.Errorf("%s: the configuration detail leaks to the client: %s", spec.Name, rec.Body)
+		}
+		if spec.Kind == HTTPTrigger && rec.Header().Get("Access-Control-Allow-Origin") != "https://app.example.com" {
+			t.Errorf("%s: the 503 has no CORS header, a browser cannot read it", spec.Name)
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// shardEvent is a binary-mode CloudEvent of a write of counters/{id}/shards/0.
+func shardEvent(t *testing.T, id string) *http.Request {
+	t.Helper()
+	data, err := fsevent.Encode(&pb.Document{Name: "projects/p/databases/(default)/documents/counters/" + id + "/shards/0",
+		UpdateTime: timestamppb.Now()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(data)))
+	r.Header.Set("Content-Type", "application/protobuf")
+	r.Header.Set("Ce-Specversion", "1.0")
+	r.Header.Set("Ce-Id", "e1")
+	r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
+	r.Header.Set("Ce-Type", WrittenEvent)
+	r.Header.Set("Ce-Time", time.Now().UTC().Format(time.RFC3339))
+	return r
+}
+
+// TestEventsThatAreNotUsableAre4xx: a request rollupCounter cannot use gets
+// a clear 4xx, not a 500 that Eventarc (and the local bridge) would retry.
+func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
+	s := serverWith(map[string]string{"AUTH": "off", "GOOGLE_CLOUD_PROJECT": "demo-p", "FIRESTORE_EMULATOR_HOST": "127.0.0.1:9"})
+	h := s.Handler("rollupCounter")
+	structured := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(
+		`{"specversion":"1.0","id":"e1","source":"s","type":"`+WrittenEvent+`","data":"x"}`))
+	structured.Header.Set("Content-Type", "application/cloudevents+json")
+	badBody := shardEvent(t, "c1")
+	badBody.Body = http.NoBody
+	badBody.Header.Set("Content-Length", "0")
+	notShard := shardEvent(t, "c1")
+	data, _ := fsevent.Encode(&pb.Document{Name: "projects/p/databases/(default)/documents/other/x"}, nil)
+	notShard.Body = httptestBody(data)
+	missingID := shardEvent(t, "c1")
+	missingID.Header.Del("Ce-Id")
+	for name, tc := range map[string]struct {
+		req    *http.Request
+		status int
+		says   string
+	}{
+		"structured mode":  {structured, 415, "structured-mode"},
+		"not a CloudEvent": {httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`)), 400, "not a CloudEvent"},
+		"unusable body":    {badBody, 400, "DocumentEventData"},
+		"not a shard":      {notShard, 400, "not a shard"},
+		"no id":            {missingID, 400, "CloudEvent"},
+		"GET":              {httptest.NewRequest(http.MethodGet, "/", nil), 405, "POST"},
+	} {
+		rec := httptest.NewRecorder()
+		h(rec, tc.req)
+		if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", name, rec.Code, rec.Body, tc.status, tc.says)
+		}
+	}
+}
