@@ -31,6 +31,8 @@ func init() {
 		framework.HTTP(spec.Name, s.Handler(spec.Name))
 	}
 	// Served only when every function is (no FUNCTION_TARGET, i.e. locally):
-	// the path the Firebase SDKs call after connectFunctionsEmulator.
+	// the path the Firebase SDKs call after connectFunctionsEmulator, and
+	// the counts load tests read.
 	funcframework.RegisterHTTPFunctionContext(context.Background(), "/{project}/{region}/{name}", s.EmulatorRoute)
+	funcframework.RegisterHTTPFunctionContext(context.Background(), "/debug/shardcount", s.StatsHandler)
 }

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
@@ -99,7 +102,8 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 	// Roll-ups of earlier tests' counters write documents of their own.
 	waitForQuietEvents(t)
 	fs := testenv.Firestore(t, project)
-	before := testenv.Dump(t, fs)
+	before := testenv.Dump(t, fs, "counters/"+id, "counters/"+missing)
+	idsBefore := counterIDs(t, fs)
 	for _, tc := range cases {
 		r := testenv.Do(t, tc.method, url(tc.function)+tc.query, tc.body, tc.headers...)
 		var body struct {
@@ -110,9 +114,12 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 			t.Errorf("%s: got %s, want %d %s mentioning %q", tc.name, r, tc.status, tc.code, tc.mention)
 		}
 	}
-	after := testenv.Dump(t, fs)
-	// Nothing may appear or vanish, and this test's counter must be
+	after := testenv.Dump(t, fs, "counters/"+id, "counters/"+missing)
+	// No counter may appear or vanish, and this test's counter must be
 	// untouched.
+	if idsAfter := counterIDs(t, fs); !slices.Equal(idsBefore, idsAfter) {
+		t.Errorf("counters were created or deleted by bad requests")
+	}
 	if !slices.Equal(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after))) {
 		t.Errorf("documents were created or deleted by bad requests")
 	}
@@ -121,6 +128,21 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 			t.Errorf("%s changed: %s -> %s", path, doc, after[path])
 		}
 	}
+}
+
+// counterIDs lists the project's counters.
+func counterIDs(t *testing.T, fs *firestore.Client) []string {
+	t.Helper()
+	refs, err := fs.Collection("counters").DocumentRefs(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range refs {
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func TestPreflight(t *testing.T) {

@@ -29,6 +29,8 @@ sc_start_firestore "$fs_port" "$tmp/firestore.log" \
 export FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs_port
 # Where the emulator delivers trigger events; the roll-up tests listen here.
 export SHARDCOUNT_TRIGGER_ADDR=$trigger_addr
+# Where tests that stop an emulator of their own find it.
+export SHARDCOUNT_EMULATOR_LAUNCHER=$(sc_emulator_launcher)
 echo "emulator on $FIRESTORE_EMULATOR_HOST, triggers to $trigger_addr"
 
 echo "== Auth emulator"

@@ -16,7 +16,7 @@
 // Firestore triggers with the emulator, and hands each event to its
 // function the way Eventarc does (internal/localdev/triggerbridge).
 //
-// /debug/vars publishes what the functions counted (Firestore commits,
+// /debug/shardcount serves what the functions counted (Firestore commits,
 // writes and reads by label, roll-up events), which loadgen reads.
 package main
 
@@ -24,7 +24,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"expvar"
 	"flag"
 	"log"
 	"net"
@@ -51,8 +50,7 @@ func main() {
 		mux.Handle("/"+spec.Name, s.Handler(spec.Name))
 	}
 	mux.HandleFunc("/{project}/{region}/{name}", s.EmulatorRoute)
-	expvar.Publish("shardcount", expvar.Func(func() any { return s.Stats() }))
-	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("/debug/shardcount", s.StatsHandler)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("shardcount functions\n")) })
 
 	if *pprofAddr != "" {

@@ -20,10 +20,6 @@ import (
 	"text/template"
 	"time"
 
-	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	"github.com/shardcount/shardcount/internal/fsevent"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 	"github.com/shardcount/shardcount/internal/service"
 )
@@ -211,7 +207,11 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 		case "reshardCounter":
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)))
 		case "rollupCounter":
-			resp, err = http.DefaultClient.Do(shardEvent(t, base, project, id))
+			snap, err := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err = http.DefaultClient.Do(testenv.ShardEvent(t, base, project, id, 0, snap.Data()["count"].(int64), snap.UpdateTime))
 		case "reconcileCounters":
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q}`, id)))
 		case "recordInstruments":
@@ -300,34 +300,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// shardEvent is the request Eventarc sends to rollupCounter for the write of
-// shard 0 of counter id: a binary-mode CloudEvent with the protobuf bytes.
-func shardEvent(t *testing.T, base, project, id string) *http.Request {
-	t.Helper()
-	fs := testenv.Firestore(t, project)
-	snap, err := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := &pb.Document{
-		Name:       snap.Ref.Path,
-		Fields:     map[string]*pb.Value{"count": {ValueType: &pb.Value_IntegerValue{IntegerValue: snap.Data()["count"].(int64)}}},
-		CreateTime: timestamppb.New(snap.CreateTime),
-		UpdateTime: timestamppb.New(snap.UpdateTime),
-	}
-	data, err := fsevent.Encode(doc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest("POST", base, bytes.NewReader(data))
-	req.Header.Set("Content-Type", "application/protobuf")
-	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Type", service.WrittenEvent)
-	req.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/"+project+"/databases/(default)")
-	req.Header.Set("Ce-Id", fmt.Sprintf("bp-%d", time.Now().UnixNano()))
-	req.Header.Set("Ce-Subject", "documents/counters/"+id+"/shards/0")
-	req.Header.Set("Ce-Time", time.Now().UTC().Format(time.RFC3339Nano))
-	return req
 }

@@ -154,7 +154,7 @@ var Settings = []Setting{
 		onOff(func(c *Config) *bool { return &c.GroupCommit })},
 	{"GROUP_COMMIT_MAX_BATCH", "250", "Most increments in one shared commit (1–499; Firestore takes 500 writes per commit, one of them the shard).", Deployed,
 		intIn(func(c *Config) *int { return &c.GroupCommitMaxBatch }, 1, 499)},
-	{"GROUP_COMMIT_MAX_WAIT", "0s", "How long the first increment of a batch waits for others before committing; 0: never wait (only increments that queue behind a commit in flight share the next one).", Deployed,
+	{"GROUP_COMMIT_MAX_WAIT", "0s", "A batch commits when full or when its oldest increment has waited this long; it then also paces a hot counter to about one commit per wait in each instance. 0: leader/follower only (an idle counter commits at once; increments that queue behind a commit in flight share the next one). See Group commit.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, 0, time.Second)},
 	{"SHARD_COUNT_CACHE", "5m", "How long an instance uses a counter's shard count before reading it again. A shrink keeps merging shards for this long (plus `FIRESTORE_DEADLINE`).", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.ShardCountCache }, time.Second, time.Hour)},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"log/slog"
 	"os"
 	"slices"
@@ -118,15 +119,30 @@ func TestDeployedRefusesEmulatorsAndNeedsASecret(t *testing.T) {
 	}
 }
 
+var update = flag.Bool("update", false, "rewrite README.md's settings table from Settings")
+
 // TestREADMESettingsTableIsGenerated keeps the README's settings table equal
-// to the one rendered from Settings.
+// to the one rendered from Settings; -update rewrites it.
 func TestREADMESettingsTableIsGenerated(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	const path = "../../README.md"
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), MarkdownTable()) {
-		t.Errorf("README.md's settings table differs from config.Settings; replace it with:\n%s", MarkdownTable())
+	readme := string(b)
+	start := strings.Index(readme, "| name | default | meaning |")
+	end := start + strings.Index(readme[max(start, 0):], "\n\n") + 1
+	if start < 0 || end <= start {
+		t.Fatal("README.md has no settings table")
+	}
+	if readme[start:end] == MarkdownTable() {
+		return
+	}
+	if !*update {
+		t.Fatalf("README.md's settings table differs from config.Settings: go test ./internal/config -run README -update")
+	}
+	if err := os.WriteFile(path, []byte(readme[:start]+MarkdownTable()+readme[end:]), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

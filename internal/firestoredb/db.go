@@ -30,6 +30,7 @@ import (
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -59,17 +60,17 @@ func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
 	if projectID == "" {
 		projectID = firestore.DetectProjectID
 	}
-	var opts []option.ClientOption
+	opts := []option.ClientOption{option.WithGRPCDialOption(reconnect)}
 	if emulatorHost != "" {
 		// Both clients on this connection, whatever the process's own
 		// FIRESTORE_EMULATOR_HOST says.
-		conn, err := grpc.NewClient("passthrough:///"+emulatorHost,
+		conn, err := grpc.NewClient("passthrough:///"+emulatorHost, reconnect,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithPerRPCCredentials(ownerCredentials{}))
 		if err != nil {
 			return nil, fmt.Errorf("firestoredb: dial emulator %s: %w", emulatorHost, err)
 		}
-		opts = append(opts, option.WithGRPCConn(conn), option.WithoutAuthentication())
+		opts = []option.ClientOption{option.WithGRPCConn(conn), option.WithoutAuthentication()}
 	}
 	client, err := firestore.NewClient(ctx, projectID, opts...)
 	if err != nil {
@@ -94,6 +95,15 @@ func (db *DB) ProjectID() string {
 func (db *DB) Close() error {
 	return errors.Join(db.client.Close(), db.raw.Close())
 }
+
+// reconnect caps gRPC's reconnection backoff at 5 s (its default grows to
+// 120 s): after Firestore comes back, a function serves again within
+// seconds, without a restart. Calls made while it is away fail at once, and
+// the function answers 503.
+var reconnect = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+})
 
 // ownerCredentials is how the emulator recognises an admin (rules bypassed),
 // the same header the firestore package sends to the emulator.

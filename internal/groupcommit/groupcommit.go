@@ -1,8 +1,12 @@
 // Package groupcommit gathers concurrent work on the same key into shared
 // flushes, leader/follower style: while a flush of a key is in flight,
 // requests for that key queue, and the next flush takes them together.
-// An idle key adds no latency: its first request flushes at once (unless
-// MaxWait asks it to wait for company).
+// An idle key adds no latency: its first request flushes at once.
+//
+// With a maximum wait, a batch is instead flushed when it is full or when
+// its oldest item has waited that long, whichever comes first: the classic
+// group-commit window. Under a steady load it also paces a key's flushes
+// to about one per maximum wait.
 //
 // incrementCounter uses it so that the concurrent increments of one hot
 // counter in one instance share a Firestore commit.
@@ -48,8 +52,9 @@ func New[T, R any](maxBatch int, maxWait time.Duration, flush func(key string, i
 // are flushed but their results dropped.
 func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, error) {
 	var units []*unit[T, R]
+	now := time.Now()
 	for start := 0; start < len(items); start += b.maxBatch {
-		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan []R, 1)})
+		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan []R, 1), at: now})
 	}
 	b.mu.Lock()
 	var start bool
@@ -80,10 +85,10 @@ func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, err
 
 // drain flushes key's queue until it is empty; one runs per busy key.
 func (b *Batcher[T, R]) drain(key string) {
-	if b.maxWait > 0 {
-		b.waitForCompany(key)
-	}
 	for {
+		if b.maxWait > 0 {
+			b.waitForCompany(key)
+		}
 		b.mu.Lock()
 		batch := b.state.take(key)
 		b.mu.Unlock()
@@ -102,17 +107,17 @@ func (b *Batcher[T, R]) drain(key string) {
 	}
 }
 
-// waitForCompany lets a flush from idle wait up to maxWait, or until a full
-// batch is queued.
+// waitForCompany returns when key's oldest waiting item has waited
+// maxWait, or a full batch waits.
 func (b *Batcher[T, R]) waitForCompany(key string) {
-	deadline := time.Now().Add(b.maxWait)
-	for time.Now().Before(deadline) {
+	for {
 		b.mu.Lock()
-		full := b.state.queued(key) >= b.maxBatch
+		oldest, queued := b.state.oldest(key)
 		b.mu.Unlock()
-		if full {
+		wait := time.Until(oldest.Add(b.maxWait))
+		if queued == 0 || queued >= b.maxBatch || wait <= 0 {
 			return
 		}
-		time.Sleep(min(time.Until(deadline), time.Millisecond))
+		time.Sleep(min(wait, 250*time.Microsecond))
 	}
 }

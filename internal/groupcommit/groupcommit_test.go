@@ -254,3 +254,31 @@ func TestCancelledCallerDoesNotAffectOthers(t *testing.T) {
 		t.Error("the cancelled caller's item was flushed")
 	}
 }
+
+// TestMaxWaitPacesAHotKey: with a maximum wait, a key under steady load
+// flushes about once per wait, in bigger batches, instead of as fast as
+// flushes return.
+func TestMaxWaitPacesAHotKey(t *testing.T) {
+	var flushes atomic.Int64
+	b := New(1000, 5*time.Millisecond, func(_ string, items []int) []int {
+		flushes.Add(1)
+		return items
+	})
+	stop := time.Now().Add(300 * time.Millisecond)
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				b.Do(context.Background(), "hot", []int{1})
+				calls.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	// 300 ms at one flush per 5 ms is about 60; without pacing, thousands.
+	if n := flushes.Load(); n > 90 || n < 20 {
+		t.Errorf("%d flushes for %d calls in 300 ms with a 5 ms wait, want about 60", n, calls.Load())
+	}
+	t.Logf("%d calls, %d flushes", calls.Load(), flushes.Load())
+}

@@ -1,5 +1,7 @@
 package groupcommit
 
+import "time"
+
 // state is the bookkeeping of a Batcher, with no goroutines and no time, so
 // a test can drive it through any interleaving. Its caller holds the
 // Batcher's lock.
@@ -18,6 +20,7 @@ type queue[T, R any] struct {
 type unit[T, R any] struct {
 	items []T
 	done  chan []R // buffered: a flush never blocks on a caller that left
+	at    time.Time
 	taken bool
 }
 
@@ -78,13 +81,16 @@ func (s *state[T, R]) take(key string) []*unit[T, R] {
 	return batch
 }
 
-// queued is how many items wait for key.
-func (s *state[T, R]) queued(key string) int {
-	n := 0
-	if q := s.queues[key]; q != nil {
-		for _, u := range q.waiting {
-			n += len(u.items)
-		}
+// oldest returns when key's oldest waiting unit arrived, and how many items
+// wait.
+func (s *state[T, R]) oldest(key string) (time.Time, int) {
+	q := s.queues[key]
+	if q == nil || len(q.waiting) == 0 {
+		return time.Time{}, 0
 	}
-	return n
+	n := 0
+	for _, u := range q.waiting {
+		n += len(u.items)
+	}
+	return q.waiting[0].at, n
 }

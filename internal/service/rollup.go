@@ -99,14 +99,21 @@ func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int,
 }
 
 func (a *app) reconcileOne(ctx context.Context, id string) (bool, error) {
-	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "reconcile"), a.cfg.FirestoreDeadline)
+	ctx, cancel := a.call(firestoredb.WithLabel(ctx, "reconcile"))
 	defer cancel()
 	return a.roller.Reconcile(ctx, id)
 }
 
+// call bounds one Firestore call of a long-running function.
+func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.cfg.FirestoreDeadline)
+}
+
 func (a *app) sweep(ctx context.Context) (int, any, error) {
 	stop := time.Now().Add(a.cfg.ReconcileBudget)
-	cur, err := a.counters.LoadReconcileCursor(ctx)
+	cctx, cancel := a.call(ctx)
+	cur, err := a.counters.LoadReconcileCursor(cctx)
+	cancel()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -115,7 +122,9 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 	}
 	var resp ReconcileResponse
 	for time.Now().Before(stop) {
-		ids, err := a.counters.CounterIDs(ctx, cur.After, sweepPage)
+		cctx, cancel := a.call(ctx)
+		ids, err := a.counters.CounterIDs(cctx, cur.After, sweepPage)
+		cancel()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -149,7 +158,10 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 		} else {
 			cur.After = ids[len(ids)-1]
 		}
-		if err := a.counters.SaveReconcileCursor(ctx, cur); err != nil {
+		cctx, cancel = a.call(ctx)
+		err = a.counters.SaveReconcileCursor(cctx, cur)
+		cancel()
+		if err != nil {
 			return 0, nil, err
 		}
 		if resp.PassComplete {

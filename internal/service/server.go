@@ -209,6 +209,13 @@ func (s *Server) Stats() Stats {
 	return Stats{Firestore: a.db.Stats(), RollupEvents: a.rollupEvents.Load()}
 }
 
+// StatsHandler serves Stats as JSON: what load tests read to report
+// commits per increment. It is served locally only (cmd/devserver, and the
+// functions-framework server when no FUNCTION_TARGET is set).
+func (s *Server) StatsHandler(w http.ResponseWriter, r *http.Request) {
+	httpapi.WriteJSON(w, http.StatusOK, s.Stats())
+}
+
 // maxEventBody bounds a CloudEvent's body: a shard document is tiny.
 const maxEventBody = 1 << 20
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/shardcount/internal/fsevent"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
 func httptestBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
@@ -59,22 +59,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// shardEvent is a binary-mode CloudEvent of a write of counters/{id}/shards/0.
 func shardEvent(t *testing.T, id string) *http.Request {
-	t.Helper()
-	data, err := fsevent.Encode(&pb.Document{Name: "projects/p/databases/(default)/documents/counters/" + id + "/shards/0",
-		UpdateTime: timestamppb.Now()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(data)))
-	r.Header.Set("Content-Type", "application/protobuf")
-	r.Header.Set("Ce-Specversion", "1.0")
-	r.Header.Set("Ce-Id", "e1")
-	r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
-	r.Header.Set("Ce-Type", WrittenEvent)
-	r.Header.Set("Ce-Time", time.Now().UTC().Format(time.RFC3339))
-	return r
+	return testenv.ShardEvent(t, "/", "p", id, 0, 1, time.Now())
 }
 
 // TestEventsThatAreNotUsableAre4xx: a request rollupCounter cannot use gets

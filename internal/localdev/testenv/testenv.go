@@ -212,13 +212,23 @@ func (r Response) String() string {
 	return fmt.Sprintf("%d %s", r.Status, bytes.TrimSpace(r.Body))
 }
 
-// Dump returns every document of the client's project, recursively:
-// document path → fields as JSON. Two equal dumps mean nothing was written.
-func Dump(tb testing.TB, c *firestore.Client) map[string]string {
+// Dump returns the documents of the client's project, recursively:
+// document path → fields as JSON. With roots (document paths such as
+// "counters/c1"), only those documents and their subcollections are read.
+// Two equal dumps mean nothing was written.
+func Dump(tb testing.TB, c *firestore.Client, roots ...string) map[string]string {
 	tb.Helper()
 	out := map[string]string{}
 	ctx := context.Background()
+	var walkDoc func(ref *firestore.DocumentRef)
 	var walk func(it *firestore.CollectionIterator)
+	walkDoc = func(ref *firestore.DocumentRef) {
+		if snap, err := ref.Get(ctx); err == nil {
+			b, _ := json.Marshal(snap.Data())
+			out[ref.Path] = string(b) + " @" + snap.UpdateTime.Format(time.RFC3339Nano)
+		}
+		walk(ref.Collections(ctx))
+	}
 	walk = func(it *firestore.CollectionIterator) {
 		for {
 			coll, err := it.Next()
@@ -237,14 +247,15 @@ func Dump(tb testing.TB, c *firestore.Client) map[string]string {
 				if err != nil {
 					tb.Fatalf("dump: %v", err)
 				}
-				if snap, err := ref.Get(ctx); err == nil {
-					b, _ := json.Marshal(snap.Data())
-					out[ref.Path] = string(b) + " @" + snap.UpdateTime.Format(time.RFC3339Nano)
-				}
-				walk(ref.Collections(ctx))
+				walkDoc(ref)
 			}
 		}
 	}
-	walk(c.Collections(ctx))
+	if len(roots) == 0 {
+		walk(c.Collections(ctx))
+	}
+	for _, r := range roots {
+		walkDoc(c.Doc(r))
+	}
 	return out
 }

@@ -1,0 +1,79 @@
+package testenv
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Emulator is a private Firestore emulator a test can stop and start again,
+// for failures the shared one must not see.
+type Emulator struct {
+	tb   testing.TB
+	Host string // host:port
+	cmd  *exec.Cmd
+}
+
+// StartEmulator starts a private emulator on a free port. scripts/test.sh
+// exports SHARDCOUNT_EMULATOR_LAUNCHER (the cloud_firestore_emulator script
+// it found); without it the Debian package's path is tried.
+func StartEmulator(tb testing.TB) *Emulator {
+	tb.Helper()
+	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
+	if _, err := os.Stat(launcher); err != nil {
+		NeedEmulators(tb, fmt.Errorf("no Firestore emulator launcher at %s (set SHARDCOUNT_EMULATOR_LAUNCHER): %w", launcher, err))
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &Emulator{tb: tb, Host: addr}
+	e.Start()
+	tb.Cleanup(e.Stop)
+	return e
+}
+
+// Start starts the emulator (again) on its port and waits until it
+// answers; its data starts empty.
+func (e *Emulator) Start() {
+	e.tb.Helper()
+	host, port, _ := net.SplitHostPort(e.Host)
+	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
+	e.cmd = exec.Command(launcher, "start", "--host="+host, "--port="+port)
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the script starts java as a child
+	if err := e.cmd.Start(); err != nil {
+		e.tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://" + e.Host + "/"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	e.tb.Fatalf("the private emulator on %s did not start", e.Host)
+}
+
+// Stop stops the emulator and its java process.
+func (e *Emulator) Stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	e.cmd.Wait()
+	e.cmd = nil
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", e.Host); err != nil {
+			return
+		} else {
+			c.Close()
+		}
+	}
+}
