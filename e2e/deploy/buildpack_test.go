@@ -207,9 +207,9 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 		case "reshardCounter":
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)))
 		case "rollupCounter":
-			snap, err := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
-			if err != nil {
-				t.Fatal(err)
+			snap, serr := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
+			if serr != nil {
+				t.Fatal(serr)
 			}
 			resp, err = http.DefaultClient.Do(testenv.ShardEvent(t, base, project, id, 0, snap.Data()["count"].(int64), snap.UpdateTime))
 		case "reconcileCounters":
