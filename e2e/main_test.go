@@ -69,7 +69,10 @@ func setup() error {
 		// times a second, which the emulator's one-at-a-time event
 		// delivery keeps up with (README "Group commit").
 		"GROUP_COMMIT_MAX_WAIT": "2ms",
-		"LOG_LEVEL":             cmp.Or(os.Getenv("LOG_LEVEL"), "warn"),
+		// Short, so a shrink merges for seconds, not minutes.
+		"SHARD_COUNT_CACHE":  "2s",
+		"FIRESTORE_DEADLINE": "3s",
+		"LOG_LEVEL":          cmp.Or(os.Getenv("LOG_LEVEL"), "warn"),
 	})
 	if logs, err = testenv.CaptureStdout(); err != nil {
 		return err

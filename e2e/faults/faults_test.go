@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 // through a chaotic network, an unkeyed increment whose answer is lost,
 // and the emulator stopped outright, then started again.
 func TestFaults(t *testing.T) {
-	emu := testenv.StartEmulator(t)
+	emu := testenv.StartEmulator(t, "")
 	fault.setTarget(emu.Host)
 	t.Run("keyed increments through faults are exact", func(t *testing.T) { keyedThroughFaults(t, emu) })
 	t.Run("an unkeyed increment is applied at most once", func(t *testing.T) { unkeyedAtMostOnce(t, emu) })

@@ -17,23 +17,27 @@ import (
 type Emulator struct {
 	tb   testing.TB
 	Host string // host:port
+	args []string
 	cmd  *exec.Cmd
 }
 
-// StartEmulator starts a private emulator on a free port. scripts/test.sh
+// StartEmulator starts a private emulator on host ("" for a free port),
+// with extra flags such as --functions_emulator=HOST:PORT. scripts/test.sh
 // exports SHARDCOUNT_EMULATOR_LAUNCHER (the cloud_firestore_emulator script
 // it found); without it the Debian package's path is tried.
-func StartEmulator(tb testing.TB) *Emulator {
+func StartEmulator(tb testing.TB, host string, args ...string) *Emulator {
 	tb.Helper()
 	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
 	if _, err := os.Stat(launcher); err != nil {
 		NeedEmulators(tb, fmt.Errorf("no Firestore emulator launcher at %s (set SHARDCOUNT_EMULATOR_LAUNCHER): %w", launcher, err))
 	}
-	addr, err := FreeAddr()
-	if err != nil {
-		tb.Fatal(err)
+	if host == "" {
+		var err error
+		if host, err = FreeAddr(); err != nil {
+			tb.Fatal(err)
+		}
 	}
-	e := &Emulator{tb: tb, Host: addr}
+	e := &Emulator{tb: tb, Host: host, args: args}
 	e.Start()
 	tb.Cleanup(e.Stop)
 	return e
@@ -45,7 +49,7 @@ func (e *Emulator) Start() {
 	e.tb.Helper()
 	host, port, _ := net.SplitHostPort(e.Host)
 	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
-	e.cmd = exec.Command(launcher, "start", "--host="+host, "--port="+port)
+	e.cmd = exec.Command(launcher, append([]string{"start", "--host=" + host, "--port=" + port}, e.args...)...)
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the script starts java as a child
 	if err := e.cmd.Start(); err != nil {
 		e.tb.Fatal(err)
