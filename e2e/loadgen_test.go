@@ -42,6 +42,10 @@ func TestLoadgenSmoke(t *testing.T) {
 				Exact                bool
 				RollupLagMS          *float64 `json:"rollup_lag_ms"`
 			} `json:"check"`
+			Cost *struct {
+				Commits             int64   `json:"commits"`
+				CommitsPerIncrement float64 `json:"commits_per_increment"`
+			} `json:"cost"`
 		}
 		b, _ := os.ReadFile(out)
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -52,6 +56,10 @@ func TestLoadgenSmoke(t *testing.T) {
 		}
 		if tc.mode == "functions" && (r.Check.RollupLagMS == nil || *r.Check.RollupLagMS < 0) {
 			t.Errorf("functions: the roll-up did not catch up: %s", b)
+		}
+		// The server's own count of its commits: group commit shares them.
+		if tc.mode == "functions" && (r.Cost == nil || r.Cost.Commits <= 0 || r.Cost.CommitsPerIncrement >= 1) {
+			t.Errorf("functions: no commit count from the server, or no sharing: %s", b)
 		}
 		t.Logf("%s: %d increments, p99 %.1f ms", tc.mode, r.OK, r.P99)
 	}

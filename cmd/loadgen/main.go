@@ -1,7 +1,7 @@
 // Command loadgen load-tests the counters and instruments, locally or
 // deployed, and checks that the totals stay exact.
 //
-//	loadgen [flags] hot|spread|mixed|lag|instruments
+//	loadgen [flags] hot|spread|mixed|lag|soak|instruments
 //	loadgen [flags] suite      # the tables of bench/README.md (scripts/bench.sh)
 //	loadgen -out bench render  # rewrite them from bench/results.json, measuring nothing
 //
@@ -11,6 +11,8 @@
 //	spread       increments over -counters counters
 //	mixed        increments and eventual reads (-read-ratio) on one counter
 //	lag          increments at -rate while sampling the roll-up's age
+//	soak         increments at -rate (e.g. 900) for -d (e.g. 3m), then the
+//	             roll-up's catch-up time; samples the server's memory
 //	instruments  recordInstruments and queryInstruments (-read-ratio queries)
 //
 // With -mode raw, the same increments go straight to the Firestore emulator
@@ -48,7 +50,8 @@ type flags struct {
 	rate, readRatio                    float64
 	quiet                              bool
 	// suite
-	out, rollupURL, rawProject string
+	out, rollupURL, rawProject, noGroupCommitURL string
+	soak, cacheWait                              time.Duration
 }
 
 func main() {
@@ -70,8 +73,11 @@ func main() {
 	flag.StringVar(&f.out, "out", "bench", "suite: directory of results.json, increments.svg and README.md")
 	flag.StringVar(&f.rollupURL, "rollup-url", "", "suite: functions whose project has the roll-up trigger (default -url)")
 	flag.StringVar(&f.rawProject, "raw-project", "", "suite: emulator project of the raw baseline (default -project + \"-raw\")")
+	flag.StringVar(&f.noGroupCommitURL, "url-no-group-commit", "", "suite: functions with GROUP_COMMIT=off, in -project (empty: skip that mode)")
+	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
+	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|instruments|suite")
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|suite")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -134,6 +140,12 @@ func run(ctx context.Context, f flags, scenario string) error {
 		printReport(os.Stdout, r.Report)
 		fmt.Printf("roll-up age during the run: p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples)\n", r.LagP50MS, r.LagP99MS, r.LagMaxMS, r.Samples)
 		result = r
+	case "soak":
+		var r loadtest.SoakReport
+		r, err = loadtest.Soak(ctx, fns, opts, f.shards, f.lagTimeout)
+		printReport(os.Stdout, r.Report)
+		fmt.Printf("server memory (MiB, every %.0f s): %.1f\n", r.RSSEvery, r.RSSMiB)
+		result = r
 	case "instruments":
 		r := loadtest.InstrumentsMix(ctx, fns, opts, f.readRatio)
 		printReport(os.Stdout, r)
@@ -161,6 +173,10 @@ func printReport(w io.Writer, r loadtest.Report) {
 	fmt.Fprintf(w, "latency: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", r.P50, r.P95, r.P99)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "errors by status: %v\n", r.Errors)
+	}
+	if c := r.Cost; c != nil {
+		fmt.Fprintf(w, "cost (server's own count): %d commits, %.3f per increment; %d roll-up events, %.3f per increment\n",
+			c.Commits, c.CommitsPerIncrement, c.RollupEvents, c.RollupEventsPerIncrement)
 	}
 	if c := r.Check; c != nil {
 		verdict := "EXACT"

@@ -22,9 +22,16 @@ const (
 	endResults   = "<!-- results:end -->"
 )
 
+// Modes of the increments benchmark.
+const (
+	modeGroup   = "functions"                  // group commit on (the default)
+	modeNoGroup = "functions, no group commit" // GROUP_COMMIT=off
+	modeRaw     = "raw"
+)
+
 // suite measures the tables of bench/README.md in one run, so every ratio
-// compares numbers taken minutes apart on the same machine: functions and
-// raw runs alternate for each shard count and concurrency.
+// compares numbers taken minutes apart on the same machine: for each shard
+// count and concurrency, the modes alternate.
 func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	rawProject := f.rawProject
 	if rawProject == "" {
@@ -35,6 +42,13 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		return err
 	}
 	writes := loadtest.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, 64)
+	targets := map[string]loadtest.Counters{modeGroup: writes, modeRaw: raw}
+	modes := []string{modeGroup}
+	if f.noGroupCommitURL != "" {
+		targets[modeNoGroup] = loadtest.NewFunctions(strings.TrimSuffix(f.noGroupCommitURL, "/"), f.token, 64)
+		modes = append(modes, modeNoGroup)
+	}
+	modes = append(modes, modeRaw)
 	rollupURL := f.rollupURL
 	if rollupURL == "" {
 		rollupURL = f.url
@@ -46,36 +60,32 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		Machine:    machine(),
 		RunSeconds: f.duration.Seconds(),
 		Rounds:     3,
+		CadenceS:   1,
 	}
 	step := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "== "+format+"\n", args...) }
 
 	// Warm up: the emulator's JVM compiles its hot paths during the first
 	// seconds of load, which would penalise whichever run comes first.
 	step("warm-up, not recorded")
-	for _, target := range []loadtest.Counters{writes, raw} {
+	for _, m := range modes {
 		o := opts
 		o.Concurrency, o.Duration = 32, 5*time.Second
-		if _, err := loadtest.Increments(ctx, target, "warm-up", o, loadtest.IncrementSpec{Name: "warmup", Counters: 10, Shards: 10}); err != nil {
+		if _, err := loadtest.Increments(ctx, targets[m], "warm-up", o, loadtest.IncrementSpec{Name: "warmup", Counters: 10, Shards: 10}); err != nil {
 			return err
 		}
 	}
 
-	// Increments: functions and raw alternate, three rounds each; the run
-	// with the median throughput of each mode is kept.
-	rounds := s.Rounds
+	// Increments: the modes alternate, three rounds each; the run with the
+	// median throughput of each mode is kept.
 	for _, shards := range []int{1, 10, 100} {
 		for _, c := range []int{16, 64} {
 			runs := map[string][]loadtest.Report{}
-			for round := range rounds {
-				for _, mode := range []string{"functions", "raw"} {
-					step("increments: %d shard(s), concurrency %d, %s, round %d/%d, %s", shards, c, mode, round+1, rounds, f.duration)
-					var target loadtest.Counters = writes
-					if mode == "raw" {
-						target = raw
-					}
+			for round := range s.Rounds {
+				for _, mode := range modes {
+					step("increments: %d shard(s), concurrency %d, %s, round %d/%d, %s", shards, c, mode, round+1, s.Rounds, f.duration)
 					o := opts
 					o.Concurrency = c
-					r, err := loadtest.Increments(ctx, target, mode, o, loadtest.IncrementSpec{Name: "hot", Counters: 1, Shards: shards})
+					r, err := loadtest.Increments(ctx, targets[mode], mode, o, loadtest.IncrementSpec{Name: "hot", Counters: 1, Shards: shards})
 					if err != nil {
 						return err
 					}
@@ -83,7 +93,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 					runs[mode] = append(runs[mode], r)
 				}
 			}
-			for _, mode := range []string{"functions", "raw"} {
+			for _, mode := range modes {
 				s.Increments = append(s.Increments, median(runs[mode]))
 			}
 		}
@@ -120,7 +130,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		s.Reads = append(s.Reads, rl...)
 	}
 
-	// Roll-up lag under loadtest.
+	// Roll-up lag and cost under load, in the project with the trigger.
 	step("roll-up lag: 10 shards, concurrency 64, 1,000 increments/s for %s", 2*f.duration)
 	o := opts
 	o.Concurrency, o.Rate, o.Duration = 64, 1000, 2*f.duration
@@ -130,6 +140,34 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	}
 	printReport(os.Stderr, lag.Report)
 	s.Lag = &lag
+
+	if f.soak > 0 {
+		step("soak: one counter, 900 increments/s for %s", f.soak)
+		o := opts
+		o.Concurrency, o.Rate, o.Duration = 64, 900, f.soak
+		soak, err := loadtest.Soak(ctx, rolled, o, 10, f.lagTimeout)
+		if err != nil {
+			return err
+		}
+		printReport(os.Stderr, soak.Report)
+		s.Soak = &soak
+	}
+
+	step("resharding: strong reads before and after 1000 -> 10 shards, increments before and after 1 -> 100")
+	o = opts
+	o.Concurrency, o.Duration = 64, f.duration
+	reshard, err := loadtest.Reshard(ctx, writes, same, o, f.cacheWait)
+	if err != nil {
+		return err
+	}
+	s.Reshard = &reshard
+
+	step("reconcile: one full pass over 3,000 more counters")
+	sweep, err := loadtest.Sweep(ctx, writes, same, 3000)
+	if err != nil {
+		return err
+	}
+	s.Sweep = &sweep
 
 	// Instruments queries by shard count, each in a project of its own.
 	for _, shards := range []int{1, 3, 64} {
@@ -164,10 +202,14 @@ func median(runs []loadtest.Report) loadtest.Report {
 }
 
 func suiteArgs(f flags) string {
-	if f.duration == 5*time.Second {
-		return ""
+	var args string
+	if f.duration != 5*time.Second {
+		args += " -d " + f.duration.String()
 	}
-	return " -d " + f.duration.String()
+	if f.soak != 3*time.Minute {
+		args += " -soak " + f.soak.String()
+	}
+	return args
 }
 
 // writeSuite writes results.json and increments.svg into dir and replaces
@@ -176,9 +218,13 @@ func writeSuite(dir string, s *loadtest.Suite) error {
 	if err := writeJSON(filepath.Join(dir, "results.json"), s); err != nil {
 		return err
 	}
-	var svg bytes.Buffer
+	var svg, chart bytes.Buffer
 	s.SVG(&svg)
+	s.GroupCommitSVG(&chart)
 	if err := os.WriteFile(filepath.Join(dir, "increments.svg"), svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "groupcommit.svg"), chart.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var md bytes.Buffer

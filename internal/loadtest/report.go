@@ -9,15 +9,22 @@ import (
 
 // Suite is everything the benchmark suite measured in one run.
 type Suite struct {
-	Command    string        `json:"command"`
-	Machine    string        `json:"machine"`
-	RunSeconds float64       `json:"run_seconds"`
-	Rounds     int           `json:"rounds"`
-	Increments []Report      `json:"increments"`
-	Reads      []ReadLatency `json:"reads"`
-	Lag        *LagReport    `json:"rollup_lag,omitempty"`
-	Queries    []ReadLatency `json:"instrument_queries"`
+	Command    string         `json:"command"`
+	Machine    string         `json:"machine"`
+	RunSeconds float64        `json:"run_seconds"`
+	Rounds     int            `json:"rounds"`
+	CadenceS   float64        `json:"cadence_s"` // ROLLUP_CADENCE of the servers
+	Increments []Report       `json:"increments"`
+	Reads      []ReadLatency  `json:"reads"`
+	Lag        *LagReport     `json:"rollup_lag,omitempty"`
+	Soak       *SoakReport    `json:"soak,omitempty"`
+	Reshard    *ReshardReport `json:"reshard,omitempty"`
+	Sweep      *SweepReport   `json:"sweep,omitempty"`
+	Queries    []ReadLatency  `json:"instrument_queries"`
 }
+
+// Modes the increments benchmark runs, in the tables' order.
+var suiteModes = []string{"functions", "functions, no group commit", "raw"}
 
 // find returns the increments report of a mode, shard count and concurrency.
 func (s *Suite) find(mode string, shards, c int) *Report {
@@ -47,22 +54,23 @@ func (s *Suite) axes() (shards, conc []int) {
 func (s *Suite) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Produced by `%s` on %s.\n\n", s.Command, s.Machine)
 
-	fmt.Fprintf(w, "**Increments** (one hot counter, +1 each; functions and raw alternate, %d runs of %.0f s each, the median kept; "+
-		"exact = every run's strong read equalled the acknowledged increments):\n", s.Rounds, s.RunSeconds)
+	fmt.Fprintf(w, "**Increments** (one hot counter, +1 each; the modes alternate, %d runs of %.0f s each, the median kept; "+
+		"commits per increment as the function server counted them; exact = every run's strong read equalled the acknowledged increments):\n", s.Rounds, s.RunSeconds)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| shards | concurrency | functions inc/s | functions p99 | raw inc/s | raw p99 | functions / raw | exact |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| shards | concurrency | group commit inc/s | p99 | commits/inc | no group commit inc/s | p99 | commits/inc | raw inc/s | raw p99 | group commit / raw | exact |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	shards, conc := s.axes()
 	for _, n := range shards {
 		for _, c := range conc {
-			f, r := s.find("functions", n, c), s.find("raw", n, c)
-			if f == nil || r == nil {
+			g, o, r := s.find(suiteModes[0], n, c), s.find(suiteModes[1], n, c), s.find(suiteModes[2], n, c)
+			if g == nil || r == nil {
 				continue
 			}
-			fmt.Fprintf(w, "| %d | %d | %.0f | %.1f ms | %.0f | %.1f ms | %.0f%% | %s |\n",
-				n, c, f.Throughput, f.P99, r.Throughput, r.P99, 100*f.Throughput/r.Throughput, exact(f, r))
+			fmt.Fprintf(w, "| %d | %d | %.0f | %.1f ms | %s | %s | %s | %s | %.0f | %.1f ms | %.2f× | %s |\n",
+				n, c, g.Throughput, g.P99, perInc(g), rate(o), p99(o), perInc(o), r.Throughput, r.P99, g.Throughput/r.Throughput, exact(g, o, r))
 		}
 	}
+	s.targets(w)
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "**Strong reads** (every shard holds a value; billed reads per Firestore pricing):")
@@ -90,6 +98,57 @@ func (s *Suite) Markdown(w io.Writer) {
 			"caught up %s after the last increment; exact: %v.\n",
 			l.Shards, l.Concurrency, rateText(l), l.Throughput, l.Seconds, l.LagP50MS, l.LagP99MS, l.LagMaxMS, l.Samples,
 			lagText(l.Check), l.Check != nil && l.Check.Exact)
+		if c := l.Cost; c != nil && c.RollupEvents > 0 {
+			cadences := l.Seconds / s.CadenceS
+			fmt.Fprintln(w)
+			fmt.Fprintf(w, "**Roll-up cost, measured** (same run, the server's own count of the roll-up's Firestore operations; "+
+				"%d increments in %d commits, %d events, %.0f cadences):\n\n", c.Increments, c.Commits, c.RollupEvents, cadences)
+			fmt.Fprintln(w, "| | document reads | aggregations | commits | writes |")
+			fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+			per := func(name string, d float64) {
+				fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f |\n", name, float64(c.RollupReads)/d, float64(c.RollupAggregations)/d,
+					float64(c.RollupCommits)/d, float64(c.RollupWrites)/d)
+			}
+			per("per event", float64(c.RollupEvents))
+			per("per cadence", cadences)
+			per("per increment", float64(c.Increments))
+		}
+	}
+
+	if k := s.Soak; k != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "**Soak** (one counter, 10 shards, target %.0f/s for %.0f s, concurrency %d): %.0f increments/s, p99 %.1f ms, "+
+			"%s commits and %s roll-up events per increment; the eventual read equalled the strong read %s after the last increment; "+
+			"exact: %v; function server RSS (MiB, every %.0f s): %s.\n",
+			k.TargetRate, k.Seconds, k.Concurrency, k.Throughput, k.P99, costField(k.Cost, true), costField(k.Cost, false),
+			lagText(k.Check), k.Check != nil && k.Check.Exact, k.RSSEvery, mibs(k.RSSMiB))
+	}
+
+	if r := s.Reshard; r != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "**Resharding** (strong reads of a counter whose shards hold 1 each, before and after shrinking it; the same load on a counter before and after growing it):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| | shards | shard documents | strong read p50 | p99 | billed reads (SUM) | billed reads if streamed |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintf(w, "| before the shrink | %d | %d | %.1f ms | %.1f ms | %d | %d |\n", r.ShrinkFrom, r.ShardDocsBefore, r.StrongBefore.P50MS, r.StrongBefore.P99MS, r.StrongBefore.BilledReads, r.ShardDocsBefore)
+		fmt.Fprintf(w, "| after the shrink | %d | %d | %.1f ms | %.1f ms | %d | %d |\n", r.ShrinkTo, r.ShardDocsAfter, r.StrongAfter.P50MS, r.StrongAfter.P99MS, r.StrongAfter.BilledReads, r.ShardDocsAfter)
+		fmt.Fprintf(w, "\nThe shrink request took %.0f ms, its first merge of %d shards included.\n\n", r.ShrinkMS, r.ShardDocsBefore-r.ShardDocsAfter)
+		fmt.Fprintln(w, "| | shards | inc/s | p50 | p99 |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		fmt.Fprintf(w, "| before growing | %d | %.0f | %.1f ms | %.1f ms |\n", r.GrowFrom, r.Before.Throughput, r.Before.P50, r.Before.P99)
+		fmt.Fprintf(w, "| after growing | %d | %.0f | %.1f ms | %.1f ms |\n", r.GrowTo, r.AfterGrow.Throughput, r.AfterGrow.P50, r.AfterGrow.P99)
+	}
+
+	if sw := s.Sweep; sw != nil && sw.Checked > 0 {
+		perSec := float64(sw.Checked) / sw.Seconds
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "**Reconcile sweep** (one full pass, %d runs of reconcileCounters): %d counters checked in %.1f s (%.0f counters/s), "+
+			"%d corrected; per counter %.2f document reads, %.2f aggregations, %.3f commits (measured). "+
+			"At that rate a million counters take %.0f min of sweeping: with RECONCILE_BUDGET=4m and a run every 15 min, a full pass every %.1f h; "+
+			"it costs about %.1f million document reads and %.1f million aggregations (each billed as one read per 1,000 shards) per pass.\n",
+			sw.Runs, sw.Checked, sw.Seconds, perSec, sw.Corrected,
+			float64(sw.Reads)/float64(sw.Checked), float64(sw.Aggregations)/float64(sw.Checked), float64(sw.Commits)/float64(sw.Checked),
+			1e6/perSec/60, 1e6/perSec/240*0.25, float64(sw.Reads)/float64(sw.Checked), float64(sw.Aggregations)/float64(sw.Checked))
 	}
 
 	if len(s.Queries) > 0 {
@@ -102,6 +161,101 @@ func (s *Suite) Markdown(w io.Writer) {
 			fmt.Fprintf(w, "| %d | %d | %.1f ms | %.1f ms |\n", q.Shards, (q.Shards+29)/30, q.P50MS, q.P99MS)
 		}
 	}
+}
+
+// targets judges the group-commit targets of issue 12 on this run.
+func (s *Suite) targets(w io.Writer) {
+	ratio := func(n, c int) (float64, bool) {
+		g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+		if g == nil || r == nil || r.Throughput == 0 {
+			return 0, false
+		}
+		return g.Throughput / r.Throughput, true
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**not met**"
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| target | this run | |")
+	fmt.Fprintln(w, "|---|---|---|")
+	if v, ok := ratio(1, 64); ok {
+		fmt.Fprintf(w, "| 1 shard, c=64: group commit ≥ 3× raw | %.2f× | %s |\n", v, verdict(v >= 3))
+	}
+	if v, ok := ratio(10, 64); ok {
+		fmt.Fprintf(w, "| 10 shards, c=64: group commit ≥ 1.2× raw | %.2f× | %s |\n", v, verdict(v >= 1.2))
+	}
+	worst, p99ok, p99s := 0.0, true, []string{}
+	shards, conc := s.axes()
+	for _, n := range shards {
+		for _, c := range conc {
+			g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+			if g == nil || r == nil {
+				continue
+			}
+			if c == 64 && g.Cost != nil {
+				worst = max(worst, g.Cost.CommitsPerIncrement)
+			}
+			if g.P99 > r.P99 {
+				p99ok = false
+				p99s = append(p99s, fmt.Sprintf("%d shards c=%d: %.1f vs %.1f ms", n, c, g.P99, r.P99))
+			}
+		}
+	}
+	fmt.Fprintf(w, "| commits per increment ≤ 0.25 at c=64 | at most %.3f | %s |\n", worst, verdict(worst <= 0.25))
+	detail := "in every configuration"
+	if !p99ok {
+		detail = "worse in " + strings.Join(p99s, "; ")
+	}
+	fmt.Fprintf(w, "| p99 no worse than raw's | %s | %s |\n", detail, verdict(p99ok))
+	allExact := true
+	for i := range s.Increments {
+		if c := s.Increments[i].Check; c == nil || !c.Exact {
+			allExact = false
+		}
+	}
+	fmt.Fprintf(w, "| every run exact | %v | %s |\n", allExact, verdict(allExact))
+}
+
+func rate(r *Report) string {
+	if r == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", r.Throughput)
+}
+
+func p99(r *Report) string {
+	if r == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", r.P99)
+}
+
+func perInc(r *Report) string {
+	if r == nil || r.Cost == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", r.Cost.CommitsPerIncrement)
+}
+
+func costField(c *Cost, commits bool) string {
+	switch {
+	case c == nil:
+		return "–"
+	case commits:
+		return fmt.Sprintf("%.3f", c.CommitsPerIncrement)
+	}
+	return fmt.Sprintf("%.3f", c.RollupEventsPerIncrement)
+}
+
+func mibs(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func exact(rs ...*Report) string {
@@ -140,10 +294,12 @@ func (s *Suite) SVG(w io.Writer) {
 		color string
 	}
 	var all []series
-	palette := map[string][]string{"functions": {"#1a73e8", "#0b3d91"}, "raw": {"#f9ab00", "#b06000"}}
+	palette := map[string][]string{suiteModes[0]: {"#1a73e8", "#0b3d91"}, suiteModes[1]: {"#9aa0a6", "#5f6368"}, suiteModes[2]: {"#f9ab00", "#b06000"}}
 	for i, c := range conc {
-		for _, m := range []string{"functions", "raw"} {
-			all = append(all, series{m, c, palette[m][i%2]})
+		for _, m := range suiteModes {
+			if s.find(m, shards[0], c) != nil {
+				all = append(all, series{m, c, palette[m][i%2]})
+			}
 		}
 	}
 	top := 0.0
@@ -152,8 +308,8 @@ func (s *Suite) SVG(w io.Writer) {
 	}
 	top = niceCeil(top)
 	const (
-		width, height       = 720, 380
-		left, right, bottom = 80, 20, 60
+		width, height       = 720, 400
+		left, right, bottom = 80, 20, 72
 		topPad              = 40
 	)
 	plotW, plotH := float64(width-left-right), float64(height-topPad-bottom)
@@ -185,9 +341,10 @@ func (s *Suite) SVG(w io.Writer) {
 			gx+groupW*0.4, height-bottom+18, n, plural(n))
 	}
 	for si, se := range all {
-		x := left + si*155
+		x := left + (si%3)*215
+		y := height - 34 + (si/3)*16
 		fmt.Fprintf(w, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s, c=%d</text>`+"\n",
-			x, height-22, se.color, x+16, height-12, se.mode, se.c)
+			x, y, se.color, x+16, y+10, se.mode, se.c)
 	}
 	fmt.Fprintf(w, `<text x="16" y="%.1f" transform="rotate(-90 16 %.1f)" text-anchor="middle">increments/s</text>`+"\n",
 		float64(topPad)+plotH/2, float64(topPad)+plotH/2)
@@ -216,4 +373,87 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// GroupCommitSVG charts, by concurrency, the increments per second (left)
+// and the commits per increment (right) of each shard count with group
+// commit, against the raw client's rate.
+func (s *Suite) GroupCommitSVG(w io.Writer) {
+	shards, conc := s.axes()
+	const (
+		width, height     = 760, 360
+		panelW, panelH    = 300, 220
+		left1, left2, top = 70, 450, 60
+	)
+	colors := []string{"#1a73e8", "#0b8043", "#a142f4"}
+	topRate, topCPI := 0.0, 0.0
+	for _, r := range s.Increments {
+		topRate = max(topRate, r.Throughput)
+		if r.Cost != nil {
+			topCPI = max(topCPI, r.Cost.CommitsPerIncrement)
+		}
+	}
+	topRate, topCPI = niceCeil(topRate), niceCeil(topCPI)
+	x := func(left, i int) float64 {
+		if len(conc) < 2 {
+			return float64(left + panelW/2)
+		}
+		return float64(left) + float64(panelW)*float64(i)/float64(len(conc)-1)
+	}
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(w, `<text x="%d" y="22" font-size="15" font-weight="bold">Group commit on one hot counter, by concurrency (Firestore emulator)</text>`+"\n", left1)
+	axes := func(left int, topV float64, title, unit string, decimals int) {
+		fmt.Fprintf(w, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-12, title)
+		for i := 0; i <= 4; i++ {
+			y := float64(top+panelH) - float64(panelH)*float64(i)/4
+			fmt.Fprintf(w, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, left+panelW, y)
+			fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%.*f</text>`+"\n", left-6, y+4, decimals, topV*float64(i)/4)
+		}
+		for i, c := range conc {
+			fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">c=%d</text>`+"\n", x(left, i), top+panelH+18, c)
+		}
+		fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", left+panelW/2, top+panelH+36, unit)
+	}
+	axes(left1, topRate, "increments/s", "concurrency", 0)
+	axes(left2, topCPI, "Firestore commits per increment", "concurrency", 2)
+	line := func(left int, color string, dash bool, pts []float64, topV float64) {
+		var path []string
+		for i, v := range pts {
+			if v < 0 {
+				continue
+			}
+			path = append(path, fmt.Sprintf("%.1f,%.1f", x(left, i), float64(top+panelH)-float64(panelH)*v/topV))
+		}
+		style := ""
+		if dash {
+			style = ` stroke-dasharray="5,4"`
+		}
+		fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(path, " "), color, style)
+	}
+	for si, n := range shards {
+		color := colors[si%len(colors)]
+		var rates, raws, cpis []float64
+		for _, c := range conc {
+			g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+			rates, raws, cpis = append(rates, -1), append(raws, -1), append(cpis, -1)
+			if g != nil {
+				rates[len(rates)-1] = g.Throughput
+				if g.Cost != nil {
+					cpis[len(cpis)-1] = g.Cost.CommitsPerIncrement
+				}
+			}
+			if r != nil {
+				raws[len(raws)-1] = r.Throughput
+			}
+		}
+		line(left1, color, false, rates, topRate)
+		line(left1, color, true, raws, topRate)
+		line(left2, color, false, cpis, topCPI)
+		lx := left1 + si*170
+		fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%d shard%s</text>`+"\n",
+			lx, height-26, lx+20, height-26, color, lx+24, height-22, n, plural(n))
+	}
+	fmt.Fprintf(w, `<text x="%d" y="%d">solid: group commit; dashed: raw client</text>`+"\n", left1+3*170, height-22)
+	fmt.Fprintln(w, "</svg>")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,6 +20,8 @@ type Report struct {
 	Counters    int    `json:"counters,omitempty"`
 	Stats
 	Check *Check `json:"check,omitempty"`
+	// Cost is what the server counted, when it reports it.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Check is the correctness check after a run of increments.
@@ -53,7 +56,7 @@ type IncrementSpec struct {
 // measures how long the roll-up takes to catch up.
 func Increments(ctx context.Context, c Counters, mode string, o Options, spec IncrementSpec) (Report, error) {
 	ids := make([]string, max(spec.Counters, 1))
-	prefix := fmt.Sprintf("load-%s-%s-%d", spec.Name, mode, time.Now().UnixNano())
+	prefix := fmt.Sprintf("load-%s-%s-%d", spec.Name, idSafe(mode), time.Now().UnixNano())
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
 		if err := c.CreateCounter(ctx, ids[i], spec.Shards); err != nil {
@@ -61,6 +64,7 @@ func Increments(ctx context.Context, c Counters, mode string, o Options, spec In
 		}
 	}
 	acked := make([]atomic.Int64, len(ids))
+	before, counted := snapshot(ctx, c)
 	stats := Run(ctx, o, func(ctx context.Context, worker int) Outcome {
 		i := rand.IntN(len(ids))
 		if spec.ReadRatio > 0 && rand.Float64() < spec.ReadRatio {
@@ -102,6 +106,9 @@ func Increments(ctx context.Context, c Counters, mode string, o Options, spec In
 		check.RollupLagMS = &lag
 	}
 	r.Check = check
+	if after, ok := snapshot(ctx, c); ok && counted {
+		r.Cost = costOf(before, after, check.Acknowledged)
+	}
 	return r, nil
 }
 
@@ -135,6 +142,7 @@ func RollupLag(ctx context.Context, c Counters, o Options, shards int, lagTimeou
 	}
 	var acked atomic.Int64
 	var samples []time.Duration
+	before, counted := snapshot(ctx, c)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -176,6 +184,9 @@ func RollupLag(ctx context.Context, c Counters, o Options, shards int, lagTimeou
 		}
 	}
 	r.Check = &Check{Acknowledged: acked.Load(), Strong: strong, Exact: strong == acked.Load(), RollupLagMS: &lag}
+	if after, ok := snapshot(ctx, c); ok && counted {
+		r.Cost = costOf(before, after, acked.Load())
+	}
 	slices.Sort(samples)
 	r.Samples = len(samples)
 	r.LagP50MS, r.LagP99MS = ms(percentile(samples, 50)), ms(percentile(samples, 99))
@@ -244,4 +255,15 @@ func statusOf(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// idSafe turns a mode name ("functions, no group commit") into counter id
+// characters.
+func idSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, s)
 }

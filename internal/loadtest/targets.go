@@ -14,6 +14,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
+
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 // Counters is what a scenario needs of the system under test. Functions
@@ -64,7 +66,9 @@ func (f *Functions) do(ctx context.Context, method, fn, query string, body any, 
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if f.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+f.Token)
 	}
@@ -83,6 +87,35 @@ func (f *Functions) do(ctx context.Context, method, fn, query string, body any, 
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// Stats reads what the function server counted (served locally at
+// /debug/shardcount by cmd/devserver).
+func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
+	var s service.Stats
+	_, err := f.do(ctx, "GET", "debug/shardcount", "", nil, &s)
+	return s, err
+}
+
+// Reshard changes a counter's shard count through reshardCounter.
+func (f *Functions) Reshard(ctx context.Context, id string, n int) error {
+	_, err := f.do(ctx, "POST", "reshardCounter", "", map[string]any{"counter_id": id, "num_shards": n}, nil)
+	return err
+}
+
+// Reconcile runs one stretch of the reconcile sweep.
+func (f *Functions) Reconcile(ctx context.Context) (SweepRun, error) {
+	var r SweepRun
+	_, err := f.do(ctx, "POST", "reconcileCounters", "", map[string]any{}, &r)
+	return r, err
+}
+
+// SweepRun is reconcileCounters' answer.
+type SweepRun struct {
+	Checked      int  `json:"checked"`
+	Corrected    int  `json:"corrected"`
+	Failed       int  `json:"failed"`
+	PassComplete bool `json:"pass_complete"`
 }
 
 func (f *Functions) CreateCounter(ctx context.Context, id string, shards int) error {
@@ -201,6 +234,46 @@ func (r *Raw) Eventual(ctx context.Context, id string) (int64, time.Time, error)
 	}
 	n, _ := snap.Data()["count"].(int64)
 	return n, snap.UpdateTime, nil
+}
+
+// Counters writes n counters of one shard each straight to Firestore, the
+// roll-up of every tenth one stale, for the reconcile sweep to check.
+func (r *Raw) Counters(ctx context.Context, prefix string, n int) error {
+	bw := r.Client.BulkWriter(ctx)
+	var jobs []*firestore.BulkWriterJob
+	for i := range n {
+		id := fmt.Sprintf("%s-%06d", prefix, i)
+		rolled := 2 // the shard's count
+		if i%10 == 0 {
+			rolled = 1 // stale: reconcile corrects it
+		}
+		for _, w := range []struct {
+			path string
+			data map[string]any
+		}{
+			{"counters/" + id, map[string]any{"num_shards": 1, "count": rolled, "rollup_as_of": time.Unix(0, 0)}},
+			{"counters/" + id + "/shards/0", map[string]any{"count": 2, "commits": 1, "slow": 0}},
+		} {
+			job, err := bw.Set(r.Client.Doc(w.path), w.data)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ShardDocs counts the shard documents of counter id.
+func (r *Raw) ShardDocs(ctx context.Context, id string) (int, error) {
+	refs, err := r.Client.Collection("counters/" + id + "/shards").DocumentRefs(ctx).GetAll()
+	return len(refs), err
 }
 
 // Fill sets every shard of counter id to 1, so reads touch all of them.

@@ -76,6 +76,7 @@ const (
 // Without counter_id it resumes the sweep where the last run stopped (a
 // cursor in Firestore) and works for RECONCILE_BUDGET.
 func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	ctx = firestoredb.WithLabel(ctx, "reconcile")
 	var body ReconcileRequest
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
@@ -99,7 +100,7 @@ func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int,
 }
 
 func (a *app) reconcileOne(ctx context.Context, id string) (bool, error) {
-	ctx, cancel := a.call(firestoredb.WithLabel(ctx, "reconcile"))
+	ctx, cancel := a.call(ctx)
 	defer cancel()
 	return a.roller.Reconcile(ctx, id)
 }

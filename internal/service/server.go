@@ -5,6 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,22 +194,40 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 // localPageTokenKey signs page tokens on the emulators only.
 const localPageTokenKey = "shardcount local development page-token key"
 
-// Stats is what the function server counts, for load tests
-// (cmd/devserver publishes it at /debug/vars).
+// Stats is what the function server counts, for load tests (served at
+// /debug/shardcount locally).
 type Stats struct {
-	Firestore    map[string]firestoredb.OpCounts `json:"firestore"` // by label: increment, rollup, other
+	// Firestore operations by label: increment, rollup, reconcile, other.
+	Firestore    map[string]firestoredb.OpCounts `json:"firestore"`
 	RollupEvents int64                           `json:"rollup_events"`
+	// RSSBytes is the process's resident memory (Linux), for soak tests.
+	RSSBytes int64 `json:"rss_bytes"`
 }
 
 // Stats returns the counts so far (zero before the first request).
 func (s *Server) Stats() Stats {
+	st := Stats{RSSBytes: rss()}
 	s.mu.Lock()
 	a := s.app
 	s.mu.Unlock()
-	if a == nil {
-		return Stats{}
+	if a != nil {
+		st.Firestore, st.RollupEvents = a.db.Stats(), a.rollupEvents.Load()
 	}
-	return Stats{Firestore: a.db.Stats(), RollupEvents: a.rollupEvents.Load()}
+	return st
+}
+
+// rss reads the resident set size from /proc/self/statm; 0 elsewhere.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
 
 // StatsHandler serves Stats as JSON: what load tests read to report
