@@ -20,6 +20,18 @@ func AuthEmulatorHost() (string, error) {
 	return "", fmt.Errorf("FIREBASE_AUTH_EMULATOR_HOST is not set: run the tests with scripts/test.sh, which starts the Auth emulator")
 }
 
+// AuthProject is the project of the Auth emulator's own sign-in flows: a
+// Firebase SDK signing in with an API key gets tokens for the project the
+// emulator was started with (scripts/test.sh exports it as
+// SHARDCOUNT_AUTH_PROJECT), not for the app's projectId. Tests that sign in
+// through the SDK serve their functions in this project.
+func AuthProject() string {
+	if p := os.Getenv("SHARDCOUNT_AUTH_PROJECT"); p != "" {
+		return p
+	}
+	return "demo-shardcount"
+}
+
 // CreateUser adds a user with the given uid to project in the Auth
 // emulator.
 func CreateUser(tb testing.TB, project, uid string) {

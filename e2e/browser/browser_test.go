@@ -1,0 +1,266 @@
+// Package browser drives the web app (web/) in headless Chromium with
+// chromedp: the real Firebase JS SDK signs in anonymously against the Auth
+// emulator, calls the functions through httpsCallable, and listens to the
+// roll-up with onSnapshot, on a Firestore emulator of its own that runs the
+// project's security rules and delivers roll-up events to this process.
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	_ "github.com/shardcount/shardcount" // registers the functions
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+)
+
+// cadence is ROLLUP_CADENCE of the functions under test.
+const cadence = time.Second
+
+var (
+	root                                   string
+	project, base, emulatorAddr, webOrigin string
+	triggerAddr                            string
+	web                                    net.Listener
+)
+
+func TestMain(m *testing.M) {
+	_, fsErr := testenv.EmulatorHost()
+	_, authErr := testenv.AuthEmulatorHost()
+	if testenv.Missing(fsErr, authErr) {
+		os.Exit(0)
+	}
+	root, _ = filepath.Abs("../..")
+	var err error
+	if web, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		if emulatorAddr, err = testenv.FreeAddr(); err == nil {
+			triggerAddr, err = testenv.FreeAddr()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	webOrigin = "http://" + web.Addr().String()
+	project = testenv.AuthProject() // the project of the SDK's sign-ins
+	testenv.Setenv(map[string]string{
+		"GOOGLE_CLOUD_PROJECT":    project,
+		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
+		"AUTH":                    "required",
+		"CORS_ORIGINS":            webOrigin,
+		"ROLLUP_CADENCE":          cadence.String(),
+		"GROUP_COMMIT_MAX_WAIT":   "2ms",
+		"LOG_LEVEL":               "warn",
+	})
+	if base, err = testenv.StartFunctions(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// chromium finds Debian's Chromium (scripts/test.sh installs it).
+func chromium() (string, error) {
+	for _, name := range []string{os.Getenv("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no Chromium: install Debian's chromium package (scripts/test.sh does when it can)")
+}
+
+// build bundles web/app.js with the project's esbuild into dir/dist.
+func build(t *testing.T, dir string) {
+	t.Helper()
+	esbuild := filepath.Join(root, "node_modules", ".bin", "esbuild")
+	if _, err := os.Stat(esbuild); err != nil {
+		testenv.NeedEmulators(t, fmt.Errorf("node_modules/.bin/esbuild is missing: run npm ci (scripts/test.sh does)"))
+	}
+	html, err := os.ReadFile(filepath.Join(root, "web", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), html, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(esbuild, filepath.Join(root, "web", "app.js"), "--bundle", "--format=esm",
+		"--outfile="+filepath.Join(dir, "dist", "app.js"), "--log-level=warning")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("esbuild: %v\n%s", err, out)
+	}
+}
+
+func TestWebApp(t *testing.T) {
+	browser, err := chromium()
+	if err != nil {
+		testenv.NeedEmulators(t, err)
+	}
+	dir := t.TempDir()
+	build(t, dir)
+	go http.Serve(web, http.FileServer(http.Dir(dir)))
+
+	// Firestore with the project's rules, its trigger events to this process.
+	testenv.StartEmulator(t, emulatorAddr, "--rules="+filepath.Join(root, "firestore.rules"), "--functions_emulator="+triggerAddr)
+	testenv.ServeTriggers(t, emulatorAddr, project, triggerAddr, base)
+	// Instruments to page through, written as an app's backend would.
+	exchange := fmt.Sprintf("WEB%d", time.Now().UnixNano()%1e6)
+	seedInstruments(t, exchange, 12)
+
+	authHost, _ := testenv.AuthEmulatorHost()
+	page := webOrigin + "/?" + url.Values{
+		"project": {project}, "auth": {authHost}, "firestore": {emulatorAddr},
+		"functions": {strings.TrimPrefix(base, "http://")},
+	}.Encode()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(900, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelTimeout()
+
+	id := fmt.Sprintf("web-%d", time.Now().UnixNano())
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	must(t, "load the page and sign in", chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(css(`body[data-ready="true"]`)),
+	))
+	status, err := chromedp.Run(ctx, chromedp.Text(css("#status")))
+	if err != nil || !strings.Contains(status, "signed in anonymously") {
+		t.Fatalf("status %q, %v", status, err)
+	}
+	must(t, "create a counter", chromedp.Do(ctx,
+		chromedp.SendKeys(css("#counter-id"), id),
+		chromedp.Click(css("#create")),
+		chromedp.WaitEnabled(css("#plus")),
+		waitText("#total", "0"),
+	))
+
+	// +1 thirty times quickly, -1 five times: 35 callables in flight.
+	var presses []chromedp.Action[chromedp.Void]
+	for range 30 {
+		presses = append(presses, chromedp.Click(css("#plus")))
+	}
+	for range 5 {
+		presses = append(presses, chromedp.Click(css("#minus")))
+	}
+	must(t, "press", chromedp.Do(ctx, presses...))
+	lastPress := time.Now()
+	must(t, "the live total shows 25", chromedp.Do(ctx, waitText("#total", "25")))
+	live := time.Since(lastPress)
+	t.Logf("the live total showed 25 %s after the last press", live.Round(time.Millisecond))
+	if live > 2*cadence {
+		t.Errorf("the live total took %s after the last press, more than two cadences", live)
+	}
+	must(t, "the callables answered", chromedp.Do(ctx, waitText("#pending", "")))
+	must(t, "strong read", chromedp.Do(ctx, chromedp.Click(css("#strong")), waitText("#strong-value", "25")))
+	if errText, _ := chromedp.Run(ctx, chromedp.Text(css("#error"))); errText != "" {
+		t.Errorf("the page shows an error: %s", errText)
+	}
+
+	// Three pages of instruments (5, 5, 2), with no duplicates.
+	count := func(n int) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelectorAll("#instruments tr").length === %d`, n))
+	}
+	must(t, "page through instruments", chromedp.Do(ctx,
+		chromedp.SendKeys(css("#exchange"), exchange),
+		chromedp.Click(css("#load")), count(5),
+		chromedp.Click(css("#more"), chromedp.NodeEnabled), count(10),
+		chromedp.Click(css("#more"), chromedp.NodeEnabled), count(12),
+		chromedp.Poll[chromedp.Void](`document.getElementById("more").disabled`),
+	))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#instruments tr")].map(r => r.dataset.id)`))
+	if err != nil || len(rows) != 12 {
+		t.Fatalf("rows %v, %v", rows, err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r] {
+			t.Errorf("instrument %s listed twice", r)
+		}
+		seen[r] = true
+	}
+
+	// A readable error from the callable: an unknown counter.
+	must(t, "an error", chromedp.Do(ctx,
+		chromedp.SetValue(css("#counter-id"), id+"-missing"),
+		chromedp.Click(css("#open")),
+		chromedp.Click(css("#plus")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("error").textContent.startsWith("not-found")`),
+	))
+	errText, _ := chromedp.Run(ctx, chromedp.Text(css("#error")))
+	t.Logf("error shown: %s", errText)
+
+	// The screenshot of the README, back on the counter.
+	must(t, "back to the counter", chromedp.Do(ctx,
+		chromedp.SetValue(css("#counter-id"), id),
+		chromedp.Click(css("#open")),
+		waitText("#total", "25"),
+		chromedp.Click(css("#strong")),
+		waitText("#strong-value", "25"),
+		chromedp.Poll[chromedp.Void](`(document.getElementById("error").textContent = "", true)`),
+	))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	must(t, "screenshot", err)
+	out := filepath.Join(t.TempDir(), "web-app.png")
+	if os.Getenv("UPDATE_SCREENSHOT") != "" {
+		out = filepath.Join(root, "docs", "web-app.png") // UPDATE_SCREENSHOT=1 go test ./e2e/browser
+	}
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitText waits until the element's text is exactly want.
+func waitText(sel, want string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).textContent.trim() === %q`, sel, want),
+		chromedp.WithPollingInterval(20*time.Millisecond))
+}
+
+func seedInstruments(t *testing.T, exchange string, n int) {
+	t.Helper()
+	var items []string
+	for i := range n {
+		items = append(items, fmt.Sprintf(`{"symbol":"S%d","price":{"currency":"USD","micros":%d},"exchange":%q,"instrumentType":"etf","timestamp":"2019-01-01T00:00:%02dZ"}`,
+			i, 1000000+i*10000, exchange, i))
+	}
+	uid := fmt.Sprintf("seed-%d", time.Now().UnixNano())
+	testenv.CreateUser(t, project, uid)
+	r := testenv.Do(t, "POST", base+"/recordInstruments", `{"instruments":[`+strings.Join(items, ",")+`]}`,
+		"Authorization", "Bearer "+testenv.ValidIDToken(project, uid))
+	if r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+}

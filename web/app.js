@@ -1,0 +1,165 @@
+// The reference client of shardcount: the Firebase JS SDK against the
+// functions' callable protocol, and a realtime listener on the roll-up.
+// scripts/dev.sh bundles it with esbuild and serves this directory; the
+// emulators' addresses come from the page's query string (dev.sh prints
+// the URL), with dev.sh's defaults.
+import { initializeApp } from "firebase/app";
+import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
+import { getFirestore, connectFirestoreEmulator, doc, onSnapshot } from "firebase/firestore";
+import { getFunctions, connectFunctionsEmulator, httpsCallable } from "firebase/functions";
+
+const params = new URLSearchParams(location.search);
+const setting = (name, fallback) => params.get(name) || fallback;
+const project = setting("project", "demo-shardcount");
+const [fnHost, fnPort] = setting("functions", "127.0.0.1:8081").split(":");
+const [fsHost, fsPort] = setting("firestore", "127.0.0.1:8080").split(":");
+
+const app = initializeApp({ projectId: project, apiKey: "demo-api-key", authDomain: `${project}.firebaseapp.com` });
+const auth = getAuth(app);
+connectAuthEmulator(auth, `http://${setting("auth", "127.0.0.1:9099")}`, { disableWarnings: true });
+const db = getFirestore(app);
+connectFirestoreEmulator(db, fsHost, Number(fsPort));
+const functions = getFunctions(app, setting("region", "us-central1"));
+connectFunctionsEmulator(functions, fnHost, Number(fnPort));
+
+const createCounter = httpsCallable(functions, "createCounter");
+const incrementCounter = httpsCallable(functions, "incrementCounter");
+const getCounter = httpsCallable(functions, "getCounter");
+const queryInstruments = httpsCallable(functions, "queryInstruments");
+
+const $ = (id) => document.getElementById(id);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// readable turns a callable's FunctionsError into a sentence.
+function readable(err) {
+  const code = (err.code || "").replace(/^functions\//, "");
+  const field = err.details && err.details.field ? ` (${err.details.field})` : "";
+  const message = (err.message || String(err)).replace(/ \[\d+\]$/, "");
+  return `${code || "error"}${field}: ${message}`;
+}
+function showError(err) { $("error").textContent = err ? readable(err) : ""; }
+
+// callWithRetry retries what a retry can fix: UNAVAILABLE, and
+// RESOURCE_EXHAUSTED after the wait the function asks for. The same data
+// goes every time, so an increment's idempotency key makes it count once.
+async function callWithRetry(fn, data) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await fn(data)).data;
+    } catch (err) {
+      const retryable = err.code === "functions/unavailable" || err.code === "functions/resource-exhausted";
+      if (!retryable || attempt >= 8) throw err;
+      const wait = err.details && err.details.retry_after_seconds ? err.details.retry_after_seconds * 1000 : 200 * attempt;
+      await sleep(wait);
+    }
+  }
+}
+
+let counterId = "";
+let unsubscribe = null;
+let asOf = null;
+let pending = 0;
+
+function open(id) {
+  counterId = id;
+  if (unsubscribe) unsubscribe();
+  $("total").textContent = "–";
+  $("strong-value").textContent = "–";
+  // The roll-up: one document, whatever the number of shards.
+  unsubscribe = onSnapshot(doc(db, "counters", id), (snap) => {
+    if (!snap.exists()) {
+      showError({ code: "not-found", message: `counter "${id}" does not exist` });
+      return;
+    }
+    $("total").textContent = String(snap.get("count"));
+    asOf = snap.get("rollup_as_of") ? snap.get("rollup_as_of").toDate() : null;
+    tick();
+  }, showError);
+  for (const b of ["plus", "minus", "strong"]) $(b).disabled = false;
+  $("status").textContent = `signed in anonymously as ${auth.currentUser.uid}; counter ${id}`;
+}
+
+function tick() {
+  $("age").textContent = asOf ? `as of ${((Date.now() - asOf.getTime()) / 1000).toFixed(1)} s ago` : "";
+}
+setInterval(tick, 250);
+
+async function increment(delta) {
+  pending++;
+  $("pending").textContent = `${pending} in flight`;
+  try {
+    // One key per press: a retry of this press cannot count twice.
+    await callWithRetry(incrementCounter, { counter_id: counterId, delta, idempotency_key: crypto.randomUUID() });
+    showError(null);
+  } catch (err) {
+    showError(err);
+  } finally {
+    pending--;
+    $("pending").textContent = pending ? `${pending} in flight` : "";
+  }
+}
+
+$("open").onclick = () => { showError(null); open($("counter-id").value.trim()); };
+$("create").onclick = async () => {
+  showError(null);
+  const id = $("counter-id").value.trim();
+  try {
+    const res = await callWithRetry(createCounter, id ? { counter_id: id, num_shards: 10 } : { num_shards: 10 });
+    $("counter-id").value = res.counter_id;
+    open(res.counter_id);
+  } catch (err) {
+    showError(err);
+  }
+};
+$("plus").onclick = () => increment(1);
+$("minus").onclick = () => increment(-1);
+$("strong").onclick = async () => {
+  try {
+    const res = await callWithRetry(getCounter, { counter_id: counterId, consistency: "strong" });
+    $("strong-value").textContent = String(res.count);
+    $("strong-at").textContent = `at ${res.as_of}`;
+    showError(null);
+  } catch (err) {
+    showError(err);
+  }
+};
+
+let pageToken = "";
+async function loadInstruments(more) {
+  try {
+    const data = { field: "exchange", value: $("exchange").value.trim(), limit: 5 };
+    if (more) data.page_token = pageToken;
+    const res = await callWithRetry(queryInstruments, data);
+    if (!more) $("instruments").replaceChildren();
+    for (const i of res.instruments) {
+      const row = document.createElement("tr");
+      row.dataset.id = i.id;
+      for (const text of [i.timestamp, i.symbol, i.instrumentType, `${(i.price.micros / 1e6).toFixed(2)} ${i.price.currency}`]) {
+        const cell = document.createElement("td");
+        cell.textContent = text;
+        row.append(cell);
+      }
+      $("instruments").append(row);
+    }
+    pageToken = res.next_page_token || "";
+    $("more").disabled = !pageToken;
+    showError(null);
+  } catch (err) {
+    showError(err);
+  }
+}
+$("load").onclick = () => loadInstruments(false);
+$("more").onclick = () => loadInstruments(true);
+
+signInAnonymously(auth).then(
+  (cred) => {
+    $("status").textContent = `signed in anonymously as ${cred.user.uid}`;
+    document.body.dataset.ready = "true";
+    const id = params.get("counter");
+    if (id) {
+      $("counter-id").value = id;
+      open(id);
+    }
+  },
+  (err) => showError(err),
+);
