@@ -62,6 +62,7 @@ func getCounter(t *testing.T, id, consistency string) getResp {
 }
 
 func TestConcurrentIncrementsAreExact(t *testing.T) {
+	t.Parallel()
 	const (
 		shards     = 10
 		increments = 2000
@@ -111,6 +112,7 @@ func TestConcurrentIncrementsAreExact(t *testing.T) {
 }
 
 func TestActionTypeIncrementsAndDecrements(t *testing.T) {
+	t.Parallel()
 	id := newCounterID(t)
 	createCounter(t, id, 3)
 	for _, action := range []string{"increment", "increment", "increment", "decrement"} {
@@ -129,6 +131,7 @@ func TestActionTypeIncrementsAndDecrements(t *testing.T) {
 }
 
 func TestIdempotencyKeyCountsOnce(t *testing.T) {
+	t.Parallel()
 	id := newCounterID(t)
 	createCounter(t, id, 10)
 	body := fmt.Sprintf(`{"counter_id":%q,"delta":7}`, id)
@@ -204,6 +207,7 @@ func TestIdempotencyKeyCountsOnce(t *testing.T) {
 }
 
 func TestExpiredIdempotencyKeyAppliesAgain(t *testing.T) {
+	t.Parallel()
 	id := newCounterID(t)
 	createCounter(t, id, 1)
 	body := fmt.Sprintf(`{"counter_id":%q,"delta":2}`, id)
@@ -229,6 +233,7 @@ func TestExpiredIdempotencyKeyAppliesAgain(t *testing.T) {
 }
 
 func TestCreateCounter(t *testing.T) {
+	t.Parallel()
 	fs := testenv.Firestore(t, project)
 	for _, shards := range []int{1, 1000} {
 		id := newCounterID(t)
@@ -257,6 +262,7 @@ func TestCreateCounter(t *testing.T) {
 }
 
 func TestCreateCounterGeneratesAnID(t *testing.T) {
+	t.Parallel()
 	r := testenv.Do(t, "POST", url("createCounter"), `{}`)
 	if r.Status != http.StatusCreated {
 		t.Fatal(r)
@@ -273,6 +279,7 @@ func TestCreateCounterGeneratesAnID(t *testing.T) {
 }
 
 func TestCreateCounterHeuristic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		body   string
 		shards int

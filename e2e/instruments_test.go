@@ -63,6 +63,7 @@ func query(t *testing.T, params string) queryResp {
 }
 
 func TestRecordThenQueryInstruments(t *testing.T) {
+	t.Parallel()
 	// An exchange of its own, so other tests' instruments never match.
 	exchange := "X" + newCounterID(t)[len(t.Name()):]
 	t0 := time.Date(2019, 1, 1, 13, 45, 23, 0, time.UTC)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
-	"github.com/shardcount/shardcount/internal/service"
 )
 
 var (
@@ -88,15 +87,7 @@ func setup() error {
 	}
 	bridge = &triggerbridge.Bridge{Target: base, Intercept: intercept}
 	go http.Serve(l, bridge)
-	for _, spec := range service.Catalog {
-		if spec.Kind == service.FirestoreTrigger {
-			t := triggerbridge.Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}
-			if err := triggerbridge.Register(context.Background(), host, project, t); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return triggerbridge.RegisterAll(context.Background(), host, project)
 }
 
 // intercept lets a test see (and drop) the events of its own counter.

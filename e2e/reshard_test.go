@@ -165,6 +165,7 @@ func TestReshardALiveCounter(t *testing.T) {
 // TestReshardQuietCounterFinishesOnReconcile: a counter nobody writes to
 // after a shrink has no roll-up to finish the merge; reconcile does.
 func TestReshardQuietCounterFinishesOnReconcile(t *testing.T) {
+	t.Parallel()
 	id := newCounterID(t)
 	createCounter(t, id, 20)
 	incrementMany(t, id, 200, 8, 0)

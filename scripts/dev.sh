@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Runs the product locally: the Firestore emulator (with firestore.rules) and
-# every function in one functions-framework server, wired together. Ctrl-C
-# stops everything it started.
+# Runs the product locally: the Firestore emulator (with firestore.rules),
+# the Auth emulator, every function in one server, and the web app, wired
+# together. Ctrl-C stops everything it started.
 #
 #   PROJECT_ID      emulator project        (default demo-shardcount)
 #   FIRESTORE_PORT  Firestore emulator port (default 8080)
 #   FUNCTIONS_PORT  functions port          (default 8081)
 #   TRIGGER_PORT    where the emulator delivers trigger events (default 8082)
+#   AUTH_PORT       Auth emulator port; it also takes AUTH_PORT+1 and +2 (default 9099)
+#   WEB_PORT        the web app (default 5173)
 #   AUTH            off | required          (default off here; required when deployed)
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
-#   AUTH_PORT       Auth emulator port, with AUTH=required (default 9099)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,50 +20,60 @@ PROJECT_ID=${PROJECT_ID:-demo-shardcount}
 FIRESTORE_PORT=${FIRESTORE_PORT:-8080}
 FUNCTIONS_PORT=${FUNCTIONS_PORT:-8081}
 TRIGGER_PORT=${TRIGGER_PORT:-8082}
+AUTH_PORT=${AUTH_PORT:-9099}
+WEB_PORT=${WEB_PORT:-5173}
 export AUTH=${AUTH:-off}
 # The emulator sends trigger events one at a time (about 1,000/s here): pace a
 # hot counter's commits below that (README "Group commit").
 export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
-AUTH_PORT=${AUTH_PORT:-9099}
+if [ "$AUTH" = required ]; then
+  export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
+fi
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
 command -v curl >/dev/null 2>&1 || sc_die "curl is not installed (sudo apt-get install -y curl)."
 sc_emulator_launcher >/dev/null
+for p in "$FUNCTIONS_PORT" "$TRIGGER_PORT" "$WEB_PORT"; do
+  sc_port_free "$p" || sc_die "port $p is in use (see the ports at the top of scripts/dev.sh)"
+done
 
-tmp=$(mktemp -d)
-cleanup() { trap - EXIT INT TERM; echo; echo "stopping…"; sc_stop_all; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 0' INT TERM
-
-sc_port_free "$FUNCTIONS_PORT" || sc_die "port $FUNCTIONS_PORT is in use (set FUNCTIONS_PORT)"
-sc_port_free "$TRIGGER_PORT" || sc_die "port $TRIGGER_PORT is in use (set TRIGGER_PORT)"
+sc_workdir
+trap 'echo; echo "stopping…"; exit 0' INT TERM
 
 echo "building the functions…"
 go build -o "$tmp/devserver" ./cmd/devserver
+sc_npm_ci
 
 echo "starting the Firestore emulator on 127.0.0.1:$FIRESTORE_PORT…"
 sc_start_firestore "$FIRESTORE_PORT" "$tmp/firestore.log" \
   --project_id="$PROJECT_ID" --rules=firestore.rules --functions_emulator="127.0.0.1:$TRIGGER_PORT"
 
-if [ "$AUTH" = required ]; then
-  echo "starting the Auth emulator on 127.0.0.1:$AUTH_PORT…"
-  mkdir -p "$tmp/auth"
-  sc_start_auth "$AUTH_PORT" "$tmp/auth"
-  export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT
-fi
+echo "starting the Auth emulator on 127.0.0.1:$AUTH_PORT (and $((AUTH_PORT + 1)), $((AUTH_PORT + 2)))…"
+mkdir -p "$tmp/auth"
+sc_start_auth "$AUTH_PORT" "$tmp/auth"
+export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT
 
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
   sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT"
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 
+echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"
+sc_start web "$tmp/web.log" node_modules/.bin/esbuild web/app.js --bundle --format=esm \
+  --outdir=web/dist --servedir=web --serve="127.0.0.1:$WEB_PORT" --log-level=warning
+sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
+
 base=http://127.0.0.1:$FUNCTIONS_PORT
+web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT"
 cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH.
+  Web app             $web
+  Functions           $base/<name>   createCounter incrementCounter getCounter reshardCounter
+                      reconcileCounters recordInstruments queryInstruments
+                      (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
-  Functions           $base/<name>   createCounter incrementCounter getCounter reconcileCounters
-                      recordInstruments queryInstruments
+  Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)
   Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)
 
 Try it:
@@ -72,16 +83,18 @@ Try it:
   curl -s "$base/getCounter?counter_id=post-1"     # eventual: the roll-up, caught up within ~1s
   curl -s -X POST $base/recordInstruments -H 'Content-Type: application/json' -d '{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":34790000},"exchange":"EXCHG1","instrumentType":"commonstock","timestamp":"2019-01-01T13:45:23.010Z"}]}'
   curl -s "$base/queryInstruments?field=exchange&value=EXCHG1&limit=10"
-
-Ctrl-C stops everything.
 MSG
 if [ "$AUTH" = required ]; then
   cat <<MSG
-AUTH=required: the Auth emulator runs on 127.0.0.1:$AUTH_PORT. Sign a user up and keep the token:
+
+AUTH=required: sign a new user up and keep its ID token (a fresh address each time, so it works again):
   token=\$(curl -s -X POST 'http://127.0.0.1:$AUTH_PORT/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any' \\
-    -H 'Content-Type: application/json' -d '{"email":"me@example.com","password":"secret1","returnSecureToken":true}' \\
-    | sed -n 's/.*"idToken": *"\([^"]*\)".*/\1/p')
+    -H 'Content-Type: application/json' -d "{\\"email\\":\\"me-\$(date +%s%N)@example.com\\",\\"password\\":\\"secret1\\",\\"returnSecureToken\\":true}" \\
+    | sed -n 's/.*"idToken": *"\\([^"]*\\)".*/\\1/p')
+  test -n "\$token" || echo "no token: is the Auth emulator on 127.0.0.1:$AUTH_PORT?"
 then add  -H "Authorization: Bearer \$token"  to the curl commands above.
 MSG
 fi
+echo
+echo "Ctrl-C stops everything."
 wait "$SC_PID_functions"

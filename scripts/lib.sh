@@ -102,17 +102,26 @@ sc_start_firestore() {
   sc_wait_http "http://127.0.0.1:$port/" 60 "$SC_PID_firestore" "$log"
 }
 
-# sc_firebase_cli prints the project's Firebase CLI, installing it from
-# package-lock.json (npm ci) when it is missing.
-sc_firebase_cli() {
-  local cli=node_modules/.bin/firebase
-  if [ ! -x "$cli" ]; then
-    command -v npm >/dev/null 2>&1 || sc_die "npm is not installed; the Auth emulator comes with the Firebase CLI (npm).
-  Debian/Ubuntu: sudo apt-get install -y nodejs npm"
-    echo "installing the Firebase CLI (npm ci, once)…" >&2
-    npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2 || sc_die "npm ci failed"
+# sc_npm_ci installs the npm packages of package-lock.json when they are
+# missing or older than the lock: the Firebase CLI (Auth emulator), the
+# Firebase JS SDK and esbuild (the web app). It fails if npm is missing.
+sc_npm_ci() {
+  if [ -x node_modules/.bin/firebase ] && [ -x node_modules/.bin/esbuild ] && [ -d node_modules/firebase ] &&
+    [ node_modules/.package-lock.json -nt package-lock.json ]; then
+    return 0
   fi
-  echo "$cli"
+  command -v npm >/dev/null 2>&1 || sc_die "npm is not installed; the Auth emulator and the web app need Node.js packages.
+  Debian/Ubuntu: sudo apt-get install -y nodejs npm"
+  echo "installing the npm packages of package-lock.json (npm ci, about a minute the first time)…" >&2
+  # No install scripts: esbuild's platform binary comes as an optional package.
+  npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2 || sc_die "npm ci failed"
+}
+
+# sc_firebase_cli prints the project's Firebase CLI, installing the npm
+# packages when it is missing.
+sc_firebase_cli() {
+  sc_npm_ci
+  echo node_modules/.bin/firebase
 }
 
 # sc_start_auth PORT DIR starts the Firebase Auth emulator (Node, no Java)

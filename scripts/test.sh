@@ -1,27 +1,52 @@
 #!/usr/bin/env bash
-# The test command: gofmt check, go vet, and go test -race against a private
-# Firestore emulator and Auth emulator on free ports, stopped even when a test
-# fails. The Auth emulator comes with the Firebase CLI, installed once from
-# package-lock.json (npm ci).
+# The test command: gofmt, go vet, go mod tidy and staticcheck checks, then
+# go test -race against a private Firestore emulator and Auth emulator on free
+# ports, stopped even when a test fails.
+#
+# It installs what the tests need when it is missing, and says so: the npm
+# packages of package-lock.json (the Firebase CLI for the Auth emulator, the
+# Firebase JS SDK and esbuild for the web app), and Debian's chromium package
+# for the browser test (when running as root with apt-get; otherwise that
+# test skips and says why).
+#
 # Extra arguments go to `go test` (default ./...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 sc_workdir
+started=$SECONDS
+step() { echo "== $* ($((SECONDS - started)) s)"; }
 
-echo "== gofmt"
+step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 [ -z "$unformatted" ] || { echo "gofmt would change:"; echo "$unformatted"; exit 1; }
 
-echo "== go vet, go mod tidy"
+step "go vet, go mod tidy"
 go vet ./...
 go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
-echo "== staticcheck"
+step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-echo "== Firestore emulator"
+step "npm packages"
+sc_npm_ci
+
+step "Chromium, for the browser test"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium package (once; about a minute)…"
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >"$tmp/apt.log" 2>&1 &
+    apt=$!
+    while kill -0 "$apt" 2>/dev/null; do sleep 10; echo "  … still installing chromium ($((SECONDS - started)) s)"; done
+    wait "$apt" || { tail -n 20 "$tmp/apt.log"; echo "could not install chromium: the browser test will skip"; }
+  else
+    echo "chromium is not installed and cannot be installed here (not root, or no apt-get): the browser test will skip"
+  fi
+fi
+command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null || true
+
+step "Firestore emulator"
 fs_port=$(sc_free_port)
 trigger_addr=127.0.0.1:$(sc_free_port)
 sc_start_firestore "$fs_port" "$tmp/firestore.log" \
@@ -33,20 +58,30 @@ export SHARDCOUNT_TRIGGER_ADDR=$trigger_addr
 export SHARDCOUNT_EMULATOR_LAUNCHER=$(sc_emulator_launcher)
 echo "emulator on $FIRESTORE_EMULATOR_HOST, triggers to $trigger_addr"
 
-echo "== Auth emulator"
+step "Auth emulator"
 auth_port=$(sc_free_port)
 mkdir -p "$tmp/auth"
 sc_start_auth "$auth_port" "$tmp/auth"
 export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$auth_port
+# The Firebase SDKs' sign-ins get tokens for the project the emulator
+# serves; the tests that sign in through them use it.
+export SHARDCOUNT_AUTH_PROJECT=${PROJECT_ID:-demo-shardcount}
 echo "Auth emulator on $FIREBASE_AUTH_EMULATOR_HOST"
 
 export SHARDCOUNT_REQUIRE_EMULATORS=1 # a missing emulator fails here, rather than skipping
-echo "== go test -race"
+step "go test -race (each test is listed as it ends)"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
-if ! go test -race -count=1 -timeout ${GO_TEST_TIMEOUT:-10m} "${args[@]}"; then
+# A heartbeat, for the stretches where one long test prints nothing.
+(while sleep 20; do echo "  … tests still running ($((SECONDS - started)) s)"; done) &
+heartbeat=$!
+status=0
+go run gotest.tools/gotestsum@v1.13.0 --format testname --hide-summary=skipped -- \
+  -race -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" "${args[@]}" || status=$?
+kill "$heartbeat" 2>/dev/null || true
+if [ "$status" != 0 ]; then
   echo "--- last lines of the emulator log" >&2
   tail -n 20 "$tmp/firestore.log" >&2
-  exit 1
+  exit "$status"
 fi
-echo "== all tests passed"
+step "all tests passed"

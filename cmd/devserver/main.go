@@ -67,20 +67,18 @@ func main() {
 	log.Fatalf("devserver: %v", listen(net.JoinHostPort(*host, *port), mux))
 }
 
-// listen serves h with timeouts, so slow or idle clients cannot hold
-// connections: the functions answer within FIRESTORE_DEADLINE, and the
-// roll-up within a few cadences.
-func listen(addr string, h http.Handler) error {
-	srv := &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-	}
-	return srv.ListenAndServe()
+// timeouts bound what a client can hold a connection for: the functions
+// answer within FIRESTORE_DEADLINE, and the roll-up within a few cadences.
+type timeouts struct{ header, read, write, idle time.Duration }
+
+var serving = timeouts{header: 5 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 2 * time.Minute}
+
+// server serves h on addr with the timeouts.
+func server(addr string, h http.Handler, t timeouts) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: t.header, ReadTimeout: t.read, WriteTimeout: t.write, IdleTimeout: t.idle}
 }
+
+func listen(addr string, h http.Handler) error { return server(addr, h, serving).ListenAndServe() }
 
 func serveTriggers(host, port, triggerPort string) error {
 	emulator, project := os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("GOOGLE_CLOUD_PROJECT")
@@ -92,15 +90,9 @@ func serveTriggers(host, port, triggerPort string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, spec := range service.Catalog {
-		if spec.Kind != service.FirestoreTrigger {
-			continue
-		}
-		t := triggerbridge.Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}
-		if err := triggerbridge.Register(ctx, emulator, project, t); err != nil {
-			return err
-		}
-		log.Printf("devserver: %s receives %s on %s", spec.Name, spec.EventType, spec.Document)
+	if err := triggerbridge.RegisterAll(ctx, emulator, project); err != nil {
+		return err
 	}
+	log.Printf("devserver: trigger events of the emulator reach the functions through 127.0.0.1:%s", triggerPort)
 	return nil
 }

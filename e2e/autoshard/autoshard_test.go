@@ -5,9 +5,7 @@
 package autoshard
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -18,8 +16,6 @@ import (
 	_ "github.com/shardcount/shardcount" // registers the functions
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
-	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
-	"github.com/shardcount/shardcount/internal/service"
 )
 
 const project = "demo-autoshard"
@@ -91,20 +87,7 @@ func eventual(t *testing.T, id string) counterState {
 // keeps its shard.
 func TestAutoShardingGrowsHotCountersOnly(t *testing.T) {
 	testenv.StartEmulator(t, emulatorAddr, "--functions_emulator="+triggerAddr)
-	l, err := net.Listen("tcp", triggerAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go http.Serve(l, &triggerbridge.Bridge{Target: base})
-	for _, spec := range service.Catalog {
-		if spec.Kind == service.FirestoreTrigger {
-			tr := triggerbridge.Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}
-			if err := triggerbridge.Register(context.Background(), emulatorAddr, project, tr); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	testenv.ServeTriggers(t, emulatorAddr, project, triggerAddr, base)
 	for _, id := range []string{"hot", "quiet"} {
 		if r := post(t, "createCounter", fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)); r.Status != http.StatusCreated {
 			t.Fatal(r)

@@ -74,6 +74,7 @@ func user(t *testing.T, uid string) string {
 }
 
 func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
+	t.Parallel()
 	bearer := user(t, "alice")
 	id := fmt.Sprintf("sec-%d", time.Now().UnixNano())
 	calls := []struct{ fn, method, query, body string }{
@@ -137,6 +138,7 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 }
 
 func TestPrivateFunctionsDoNotTakeFirebaseTokens(t *testing.T) {
+	t.Parallel()
 	// reconcileCounters is invoked by Cloud Scheduler with IAM, not by apps.
 	r := testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
 	if r.Status != http.StatusOK {
@@ -145,6 +147,7 @@ func TestPrivateFunctionsDoNotTakeFirebaseTokens(t *testing.T) {
 }
 
 func TestIncrementsAreLimitedPerUser(t *testing.T) {
+	t.Parallel()
 	carol, dave := user(t, "carol"), user(t, "dave")
 	id := fmt.Sprintf("limit-%d", time.Now().UnixNano())
 	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", carol); r.Status != http.StatusCreated {
@@ -174,6 +177,7 @@ func TestIncrementsAreLimitedPerUser(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter", "reshardCounter", "recordInstruments", "queryInstruments"} {
 		r := testenv.Do(t, "OPTIONS", url(fn), "",
 			"Origin", origin, "Access-Control-Request-Method", "POST",
@@ -208,6 +212,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestRequestLogLine(t *testing.T) {
+	t.Parallel()
 	bearer := user(t, "erin")
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	r := testenv.Do(t, "GET", url("getCounter")+"?counter_id=log-line-404", "",
@@ -239,6 +244,7 @@ func TestRequestLogLine(t *testing.T) {
 // TestMain) and checks the next call is a 429 with Retry-After that wrote
 // nothing, while another user is not affected.
 func TestEveryBudgetIsLimited(t *testing.T) {
+	t.Parallel()
 	frank, grace := user(t, "frank"), user(t, "grace")
 	id := fmt.Sprintf("budgets-%d", time.Now().UnixNano())
 	instrument := `{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"LIM","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}`
@@ -287,6 +293,7 @@ func TestEveryBudgetIsLimited(t *testing.T) {
 // Before, user B's increment with A's key was dropped as a replay, or its
 // 409 told B the delta A had sent.
 func TestIdempotencyKeysArePerUser(t *testing.T) {
+	t.Parallel()
 	alice, bob := user(t, "ida"), user(t, "ben")
 	id := fmt.Sprintf("keys-%d", time.Now().UnixNano())
 	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", alice); r.Status != http.StatusCreated {
@@ -321,6 +328,7 @@ func TestIdempotencyKeysArePerUser(t *testing.T) {
 // TestReshardIsNotForAnonymousSignIn: anyone can get an anonymous token
 // from a web app, so resharding (a cost decision) needs a real account.
 func TestReshardIsNotForAnonymousSignIn(t *testing.T) {
+	t.Parallel()
 	owner := user(t, "owner")
 	testenv.CreateUser(t, project, "anon")
 	anon := "Bearer " + testenv.AnonymousIDToken(project, "anon")

@@ -17,6 +17,7 @@ import (
 // queries without indexes, so nothing else would notice a missing one
 // before production rejects the query.
 func TestIndexesServeEveryQuery(t *testing.T) {
+	t.Parallel()
 	file, err := indexcheck.Load("../../firestore.indexes.json")
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func seed(t *testing.T, numShards int, docs []Instrument) *firestoredb.Instrumen
 // order; the rare value of each field (about 40 documents) is always walked
 // to its end.
 func TestPagingMatchesAnUnshardedSort(t *testing.T) {
+	t.Parallel()
 	docs := randomInstruments(2000)
 	const all = 1 << 30
 	for _, tc := range []struct {
@@ -106,6 +107,7 @@ func TestPagingMatchesAnUnshardedSort(t *testing.T) {
 		{64, []walk{{limit: 100, maxPages: all}, {limit: 7, maxPages: 12}, {limit: 1, maxPages: 12}}},
 	} {
 		t.Run(fmt.Sprintf("%d shards", tc.shards), func(t *testing.T) {
+			t.Parallel()
 			mine := slices.Clone(docs)
 			s := seed(t, tc.shards, mine)
 			if n := len(s.Collection().Chunks()); n != (tc.shards+29)/30 {
@@ -198,6 +200,7 @@ func firstDiff(a, b []string) int {
 }
 
 func TestPageTokenIsBoundToItsQuery(t *testing.T) {
+	t.Parallel()
 	docs := randomInstruments(30)
 	s := seed(t, 3, docs)
 	_, next, err := s.Query(context.Background(), "price.currency", docs[0].Price.Currency, 1, "")

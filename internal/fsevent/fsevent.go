@@ -1,7 +1,9 @@
 // Package fsevent decodes the data of Firestore CloudEvents
 // (google.cloud.firestore.document.v1.*), the google.events.cloud.firestore.v1
-// DocumentEventData message, without its generated code (which is not
-// published as a Go module):
+// DocumentEventData message, without its generated code: that code is
+// published (github.com/googleapis/google-cloudevents-go), but not reachable
+// from the module proxy this project builds with, so the message is walked
+// by hand:
 //
 //	message DocumentEventData {
 //	  Document     value       = 1; // the document after the write; absent on delete

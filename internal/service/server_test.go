@@ -1,4 +1,4 @@
-package service
+package service_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/fsevent"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	. "github.com/shardcount/shardcount/internal/service"
 )
 
 func httptestBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
 )
 
 // Emulator is a private Firestore emulator a test can stop and start again,
@@ -80,4 +83,23 @@ func (e *Emulator) Stop() {
 			c.Close()
 		}
 	}
+}
+
+// ServeTriggers receives the trigger events of the emulator at emulatorHost
+// on addr (the address it was started with --functions_emulator=), hands
+// them to the functions at target through a bridge, and registers the
+// catalog's triggers for project. The listener closes when the test ends.
+func ServeTriggers(tb testing.TB, emulatorHost, project, addr, target string) *triggerbridge.Bridge {
+	tb.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	bridge := &triggerbridge.Bridge{Target: target}
+	go http.Serve(l, bridge)
+	if err := triggerbridge.RegisterAll(context.Background(), emulatorHost, project); err != nil {
+		tb.Fatal(err)
+	}
+	return bridge
 }

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 // Delivery is one event as the bridge forwards it, in production form.
@@ -187,6 +189,20 @@ func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// RegisterAll registers every Firestore trigger of service.Catalog with the
+// emulator at emulatorHost, for project.
+func RegisterAll(ctx context.Context, emulatorHost, project string) error {
+	for _, spec := range service.Catalog {
+		if spec.Kind != service.FirestoreTrigger {
+			continue
+		}
+		if err := Register(ctx, emulatorHost, project, Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Trigger is a Firestore trigger to register with the emulator.

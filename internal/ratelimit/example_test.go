@@ -1,0 +1,31 @@
+package ratelimit_test
+
+import (
+	"fmt"
+
+	"github.com/shardcount/shardcount/internal/ratelimit"
+)
+
+// RATE_LIMITS lists the budgets to change; the others keep their defaults.
+func ExampleParse() {
+	limits, _ := ratelimit.Parse("increment=50:100,reshard=0:1")
+	fmt.Println(limits[ratelimit.Increment], limits[ratelimit.Reshard], limits[ratelimit.Query])
+	// Output:
+	// 50:100 0:1 10:30
+}
+
+// Each user has a bucket per budget.
+func ExampleLimiter_Take() {
+	l := ratelimit.New(map[ratelimit.Budget]ratelimit.Limit{ratelimit.Increment: {Rate: 1, Burst: 2}})
+	for i := range 3 {
+		ok, _ := l.Take("alice", ratelimit.Increment, 1)
+		fmt.Println("alice", i, ok)
+	}
+	ok, _ := l.Take("bob", ratelimit.Increment, 1)
+	fmt.Println("bob", ok)
+	// Output:
+	// alice 0 true
+	// alice 1 true
+	// alice 2 false
+	// bob true
+}
