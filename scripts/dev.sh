@@ -59,7 +59,8 @@ GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PO
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 
 echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"
-sc_start web "$tmp/web.log" node_modules/.bin/esbuild web/app.js --bundle --format=esm \
+# esbuild's server stops when its standard input closes: keep one open.
+sc_start web "$tmp/web.log" bash -c 'sleep infinity | exec "$@"' _ node_modules/.bin/esbuild web/app.js --bundle --format=esm \
   --outdir=web/dist --servedir=web --serve="127.0.0.1:$WEB_PORT" --log-level=warning
 sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
