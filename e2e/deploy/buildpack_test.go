@@ -274,7 +274,7 @@ func startLogged(t *testing.T, bin, target, project string, extraEnv ...string) 
 		}
 	})
 	base := "http://127.0.0.1:" + port
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
 			return base, logs

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,19 +20,30 @@ import (
 // Emulator is a private Firestore emulator a test can stop and start again,
 // for failures the shared one must not see.
 type Emulator struct {
-	tb   testing.TB
-	Host string // host:port
-	args []string
-	cmd  *exec.Cmd
+	tb     testing.TB
+	Host   string // host:port
+	args   []string
+	logDir string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd ends
 }
 
+// emulatorLauncher is the emulator's launcher script: scripts/test.sh exports
+// SHARDCOUNT_EMULATOR_LAUNCHER (the one it found); without it the Debian
+// package's path is tried.
+func emulatorLauncher() string {
+	return cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
+}
+
+// emulatorStartTimeout is generous: on a cold CI machine the JVM starts
+// while the race-enabled test binaries are still compiling on both cores.
+const emulatorStartTimeout = 3 * time.Minute
+
 // StartEmulator starts a private emulator on host ("" for a free port),
-// with extra flags such as --functions_emulator=HOST:PORT. scripts/test.sh
-// exports SHARDCOUNT_EMULATOR_LAUNCHER (the cloud_firestore_emulator script
-// it found); without it the Debian package's path is tried.
+// with extra flags such as --functions_emulator=HOST:PORT.
 func StartEmulator(tb testing.TB, host string, args ...string) *Emulator {
 	tb.Helper()
-	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
+	launcher := emulatorLauncher()
 	if _, err := os.Stat(launcher); err != nil {
 		NeedEmulators(tb, fmt.Errorf("no Firestore emulator launcher at %s (set SHARDCOUNT_EMULATOR_LAUNCHER): %w", launcher, err))
 	}
@@ -40,32 +53,56 @@ func StartEmulator(tb testing.TB, host string, args ...string) *Emulator {
 			tb.Fatal(err)
 		}
 	}
-	e := &Emulator{tb: tb, Host: host, args: args}
+	e := &Emulator{tb: tb, Host: host, args: args, logDir: tb.TempDir()}
 	e.Start()
 	tb.Cleanup(e.Stop)
 	return e
 }
 
 // Start starts the emulator (again) on its port and waits until it
-// answers; its data starts empty.
+// answers; its data starts empty. If it exits or does not answer in time,
+// the test fails with the end of its log.
 func (e *Emulator) Start() {
 	e.tb.Helper()
 	host, port, _ := net.SplitHostPort(e.Host)
-	launcher := cmp.Or(os.Getenv("SHARDCOUNT_EMULATOR_LAUNCHER"), "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator")
-	e.cmd = exec.Command(launcher, append([]string{"start", "--host=" + host, "--port=" + port}, e.args...)...)
+	logPath := filepath.Join(e.logDir, "emulator.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	defer log.Close() // the child keeps its own descriptor
+	e.cmd = exec.Command(emulatorLauncher(), append([]string{"start", "--host=" + host, "--port=" + port}, e.args...)...)
+	e.cmd.Stdout, e.cmd.Stderr = log, log
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the script starts java as a child
 	if err := e.cmd.Start(); err != nil {
 		e.tb.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	e.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(e.cmd, e.exited)
+	deadline := time.Now().Add(emulatorStartTimeout)
+	for {
 		if resp, err := http.Get("http://" + e.Host + "/"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
 			}
 		}
+		select {
+		case <-e.exited:
+			e.tb.Fatalf("the private emulator on %s exited while starting; its log ends:\n%s", e.Host, logTail(logPath))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatalf("the private emulator on %s did not answer within %v; its log ends:\n%s", e.Host, emulatorStartTimeout, logTail(logPath))
+		}
 	}
-	e.tb.Fatalf("the private emulator on %s did not start", e.Host)
+}
+
+// logTail returns the last lines of the file at path.
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
 // Stop stops the emulator and its java process.
@@ -74,7 +111,7 @@ func (e *Emulator) Stop() {
 		return
 	}
 	syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-	e.cmd.Wait()
+	<-e.exited
 	e.cmd = nil
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", e.Host); err != nil {
