@@ -132,10 +132,8 @@ const maxKeyLength = 255
 // if any.
 func (it IncrementItem) validate(headerKey string) (string, firestoredb.IncrementOp, error) {
 	var op firestoredb.IncrementOp
-	if it.CounterID == nil {
-		return "", op, errs.Invalid("counter_id", "is required")
-	}
-	if err := counter.ValidateID(*it.CounterID); err != nil {
+	id, err := requiredCounterID(it.CounterID)
+	if err != nil {
 		return "", op, err
 	}
 	switch {
@@ -166,7 +164,7 @@ func (it IncrementItem) validate(headerKey string) (string, firestoredb.Incremen
 		return "", op, err
 	}
 	op.Key = key
-	return *it.CounterID, op, nil
+	return id, op, nil
 }
 
 func validateKey(field, key string, given bool) error {
@@ -350,10 +348,7 @@ func rfc3339(t time.Time) string {
 }
 
 func (r GetCounterRequest) validate() (id, consistency string, err error) {
-	if r.CounterID == nil {
-		return "", "", errs.Invalid("counter_id", "is required")
-	}
-	if err := counter.ValidateID(*r.CounterID); err != nil {
+	if id, err = requiredCounterID(r.CounterID); err != nil {
 		return "", "", err
 	}
 	switch consistency = deref(r.Consistency); consistency {
@@ -363,7 +358,7 @@ func (r GetCounterRequest) validate() (id, consistency string, err error) {
 	default:
 		return "", "", errs.Invalid("consistency", "must be \"strong\" or \"eventual\"")
 	}
-	return *r.CounterID, consistency, nil
+	return id, consistency, nil
 }
 
 func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, error) {
@@ -430,10 +425,8 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}
-	if body.CounterID == nil {
-		return 0, nil, errs.Invalid("counter_id", "is required")
-	}
-	if err := counter.ValidateID(*body.CounterID); err != nil {
+	id, err := requiredCounterID(body.CounterID)
+	if err != nil {
 		return 0, nil, err
 	}
 	if body.NumShards == nil {
@@ -442,7 +435,7 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 	if err := counter.ValidateShards(*body.NumShards); err != nil {
 		return 0, nil, err
 	}
-	id, n := *body.CounterID, int(*body.NumShards)
+	n := int(*body.NumShards)
 	logging.Annotate(ctx, "counter_id", id)
 	if req.Anonymous {
 		return 0, nil, errs.New(errs.PermissionDenied, "reshardCounter is not open to users of anonymous sign-in")
@@ -469,6 +462,18 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		}
 	}
 	return http.StatusOK, resp, nil
+}
+
+// requiredCounterID validates the counter_id every request but
+// createCounter must send.
+func requiredCounterID(id *string) (string, error) {
+	if id == nil {
+		return "", errs.Invalid("counter_id", "is required")
+	}
+	if err := counter.ValidateID(*id); err != nil {
+		return "", err
+	}
+	return *id, nil
 }
 
 func deref(s *string) string {
