@@ -244,16 +244,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// Lookup returns the declaration of a setting.
-func Lookup(name string) (Setting, bool) {
-	for _, s := range Settings {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Setting{}, false
-}
-
 // MarkdownTable renders Settings as the README's table.
 func MarkdownTable() string {
 	var b strings.Builder
