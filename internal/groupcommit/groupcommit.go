@@ -113,11 +113,18 @@ func (b *Batcher[T, R]) waitForCompany(key string) {
 	for {
 		b.mu.Lock()
 		oldest, queued := b.state.oldest(key)
-		b.mu.Unlock()
 		wait := time.Until(oldest.Add(b.maxWait))
 		if queued == 0 || queued >= b.maxBatch || wait <= 0 {
+			b.mu.Unlock()
 			return
 		}
-		time.Sleep(min(wait, 250*time.Microsecond))
+		full := b.state.whenFull(key)
+		b.mu.Unlock()
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-full:
+		}
+		timer.Stop()
 	}
 }

@@ -69,6 +69,16 @@ func simulate(seed uint64) error {
 			if draining[k] != (q != nil && q.busy) {
 				return fmt.Errorf("key %s: drain running %v, state busy %v", k, draining[k], q != nil && q.busy)
 			}
+			if q == nil {
+				continue
+			}
+			items := 0
+			for _, u := range q.waiting {
+				items += len(u.items)
+			}
+			if items != q.items {
+				return fmt.Errorf("key %s: %d items wait, the count says %d", k, items, q.items)
+			}
 		}
 		return nil
 	}
@@ -281,4 +291,23 @@ func TestMaxWaitPacesAHotKey(t *testing.T) {
 		t.Errorf("%d flushes for %d calls in 300 ms with a 5 ms wait, want about 60", n, calls.Load())
 	}
 	t.Logf("%d calls, %d flushes", calls.Load(), flushes.Load())
+}
+
+// TestFullBatchEndsTheWait: a maximum wait is a bound, not a pace: a batch
+// that fills up flushes at once.
+func TestFullBatchEndsTheWait(t *testing.T) {
+	b := New(4, time.Minute, func(_ string, items []int) []int { return items })
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if got, err := b.Do(context.Background(), "k", []int{i}); err != nil || !slices.Equal(got, []int{i}) {
+				t.Errorf("caller %d: %v %v", i, got, err)
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a full batch waited %s of its one-minute window", d)
+	}
 }

@@ -12,6 +12,10 @@ type state[T, R any] struct {
 
 type queue[T, R any] struct {
 	waiting []*unit[T, R]
+	items   int // in waiting
+	// full, when set, is closed once items reaches maxBatch: it wakes a
+	// drain that waits for company.
+	full chan struct{}
 	// busy is true while a drain runs for the key: a flush is in flight,
 	// or about to start.
 	busy bool
@@ -37,6 +41,11 @@ func (s *state[T, R]) submit(key string, u *unit[T, R]) bool {
 		s.queues[key] = q
 	}
 	q.waiting = append(q.waiting, u)
+	q.items += len(u.items)
+	if q.full != nil && q.items >= s.maxBatch {
+		close(q.full)
+		q.full = nil
+	}
 	if q.busy {
 		return false
 	}
@@ -53,6 +62,7 @@ func (s *state[T, R]) cancel(key string, u *unit[T, R]) bool {
 	for i, w := range q.waiting {
 		if w == u {
 			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			q.items -= len(u.items)
 			return true
 		}
 	}
@@ -75,6 +85,7 @@ func (s *state[T, R]) take(key string) []*unit[T, R] {
 	}
 	batch := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
+	q.items -= items
 	for _, u := range batch {
 		u.taken = true
 	}
@@ -88,9 +99,15 @@ func (s *state[T, R]) oldest(key string) (time.Time, int) {
 	if q == nil || len(q.waiting) == 0 {
 		return time.Time{}, 0
 	}
-	n := 0
-	for _, u := range q.waiting {
-		n += len(u.items)
+	return q.waiting[0].at, q.items
+}
+
+// whenFull returns a channel that is closed once key has a full batch
+// waiting.
+func (s *state[T, R]) whenFull(key string) <-chan struct{} {
+	q := s.queues[key]
+	if q.full == nil {
+		q.full = make(chan struct{})
 	}
-	return q.waiting[0].at, n
+	return q.full
 }
