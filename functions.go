@@ -27,6 +27,12 @@ import (
 
 func init() {
 	s := service.New(os.Getenv)
+	if s.StartupError() != nil {
+		// Deployed with a setting it refuses (logged): exit, so the deploy
+		// fails and Cloud Run keeps serving the previous revision, instead
+		// of a revision that answers 503 to everything.
+		os.Exit(1)
+	}
 	for _, spec := range service.Catalog {
 		framework.HTTP(spec.Name, s.Handler(spec.Name))
 	}

@@ -181,16 +181,18 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 	fs := testenv.Firestore(t, project)
 
 	// Deployed (K_SERVICE set), a function refuses the emulators: it would
-	// accept unsigned ID tokens. It says why when it starts, and answers 503.
-	refusing, logs := startLogged(t, filepath.Join(src, "bin", "app"), "getCounter", project,
-		"K_SERVICE=getCounter", "FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9")
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "FIREBASE_AUTH_EMULATOR_HOST: must not be set on a deployed function"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a deployed function with FIREBASE_AUTH_EMULATOR_HOST did not log its refusal at start:\n%s", logs)
-		}
-	}
-	if resp, err := http.Get(refusing + "/?counter_id=x"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a deployed function with FIREBASE_AUTH_EMULATOR_HOST answered %v, %v; want 503", resp, err)
+	// accept unsigned ID tokens. It says why and exits, so the deploy fails
+	// and the previous revision keeps serving.
+	refusing := exec.Command(filepath.Join(src, "bin", "app"))
+	refusing.Env = append(os.Environ(), "PORT=0", "FUNCTION_TARGET=getCounter", "GOOGLE_CLOUD_PROJECT="+project,
+		"K_SERVICE=getCounter", "FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9", "PAGE_TOKEN_SECRET=0123456789abcdef0123")
+	refusing.WaitDelay = time.Second
+	timer := time.AfterFunc(20*time.Second, func() { refusing.Process.Kill() })
+	out, err := refusing.CombinedOutput()
+	timer.Stop()
+	if code := refusing.ProcessState.ExitCode(); err == nil || code != 1 ||
+		!strings.Contains(string(out), "FIREBASE_AUTH_EMULATOR_HOST: must not be set on a deployed function") {
+		t.Fatalf("a deployed function with FIREBASE_AUTH_EMULATOR_HOST: exit code %d (%v), want 1 after saying why; output:\n%s", code, err, out)
 	}
 	id := fmt.Sprintf("bp-%d", time.Now().UnixNano())
 	for _, spec := range service.Catalog {
@@ -241,13 +243,7 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 }
 
 // start runs the built function as Cloud Run would and returns its URL.
-func start(t *testing.T, bin, target, project string, extraEnv ...string) string {
-	base, _ := startLogged(t, bin, target, project, extraEnv...)
-	return base
-}
-
-// startLogged is start, also returning what the function writes.
-func startLogged(t *testing.T, bin, target, project string, extraEnv ...string) (string, *syncBuffer) {
+func start(t *testing.T, bin, target, project string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -256,11 +252,10 @@ func startLogged(t *testing.T, bin, target, project string, extraEnv ...string) 
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	cmd := exec.Command(bin)
-	// Not K_SERVICE: with it a function refuses the emulator settings
-	// (TestDeployedFunctionRefusesEmulators).
+	// Not K_SERVICE: with it a function refuses the emulator settings and
+	// exits (TestBuildpackBuildsAndServesEveryFunction checks that).
 	cmd.Env = append(os.Environ(), "PORT="+port, "FUNCTION_TARGET="+target,
 		"GOOGLE_CLOUD_PROJECT="+project, "AUTH=off", "ROLLUP_CADENCE=100ms", "LOG_LEVEL=warn")
-	cmd.Env = append(cmd.Env, extraEnv...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -277,11 +272,11 @@ func startLogged(t *testing.T, bin, target, project string, extraEnv ...string) 
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
-			return base, logs
+			return base
 		}
 	}
 	t.Fatalf("%s did not listen on %s:\n%s", target, port, logs.String())
-	return "", nil
+	return ""
 }
 
 // syncBuffer is a bytes.Buffer a process writes while a test reads it.

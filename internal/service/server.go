@@ -60,9 +60,10 @@ type app struct {
 	rollupEvents atomic.Int64 // rollupCounter invocations
 }
 
-// New returns a Server configured by getenv (usually os.Getenv). A
-// deployed function with a setting it refuses (README "Settings") logs
-// every problem when it starts and answers 503 to every request.
+// New returns a Server configured by getenv (usually os.Getenv). When
+// deployed it reads its settings at once, and logs every one it refuses
+// (README "Settings"); StartupError then reports them. Locally a refused
+// setting answers 503 instead, with the same log line.
 func New(getenv func(string) string) *Server {
 	s := &Server{getenv: getenv}
 	if getenv("K_SERVICE") != "" {
@@ -76,7 +77,7 @@ func (s *Server) setup() {
 		s.cfg, s.cfgErr = config.FromEnv(s.getenv)
 		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
 		if s.cfgErr != nil {
-			s.log.Error("the functions refuse to serve until the configuration is fixed; every request answers 503", "error", s.cfgErr.Error())
+			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
 		}
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline}
 		if s.cfg.Auth != config.AuthOff {
@@ -93,6 +94,16 @@ func (s *Server) setup() {
 			s.routes[spec.Name] = s.handler(spec)
 		}
 	})
+}
+
+// StartupError returns the settings a deployed function refuses, already
+// logged. Locally, where the settings are read on the first request, it is
+// nil.
+func (s *Server) StartupError() error {
+	if s.getenv("K_SERVICE") == "" {
+		return nil
+	}
+	return s.cfgErr
 }
 
 // Handler returns the handler of the function name.
