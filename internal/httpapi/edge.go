@@ -28,6 +28,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -223,7 +224,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	status, body, err := ep.Handle(ctx, req)
+	status, body, err := handle(ctx, ep, req)
 	switch {
 	case err != nil:
 		return fail(w, err)
@@ -231,6 +232,24 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		return writeCallableResult(w, body)
 	}
 	return WriteJSON(w, status, body)
+}
+
+// handle runs ep's handler. A panic, a bug, becomes an unclassified error:
+// the caller gets INTERNAL in its protocol and the request its log line,
+// here with the stack.
+func handle(ctx context.Context, ep Endpoint, req *Request) (status int, body any, err error) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if p == http.ErrAbortHandler {
+			panic(p) // net/http's way to abort a response on purpose
+		}
+		logging.FromContext(ctx).Error("panic", "function", ep.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		err = fmt.Errorf("panic in %s: %v", ep.Name, p)
+	}()
+	return ep.Handle(ctx, req)
 }
 
 // readBody reads a POST body: a JSON object for a POST endpoint, or a
