@@ -12,9 +12,8 @@ type state[T, R any] struct {
 
 type queue[T, R any] struct {
 	waiting []*unit[T, R]
-	items   int // in waiting
-	// full, when set, is closed once items reaches maxBatch: it wakes a
-	// drain that waits for company.
+	// full, when set, is closed once a full batch waits: it wakes a drain
+	// that waits for company.
 	full chan struct{}
 	// busy is true while a drain runs for the key: a flush is in flight,
 	// or about to start.
@@ -41,8 +40,7 @@ func (s *state[T, R]) submit(key string, u *unit[T, R]) bool {
 		s.queues[key] = q
 	}
 	q.waiting = append(q.waiting, u)
-	q.items += len(u.items)
-	if q.full != nil && q.items >= s.maxBatch {
+	if q.full != nil && q.queued() >= s.maxBatch {
 		close(q.full)
 		q.full = nil
 	}
@@ -62,7 +60,6 @@ func (s *state[T, R]) cancel(key string, u *unit[T, R]) bool {
 	for i, w := range q.waiting {
 		if w == u {
 			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
-			q.items -= len(u.items)
 			return true
 		}
 	}
@@ -85,7 +82,6 @@ func (s *state[T, R]) take(key string) []*unit[T, R] {
 	}
 	batch := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
-	q.items -= items
 	for _, u := range batch {
 		u.taken = true
 	}
@@ -99,7 +95,16 @@ func (s *state[T, R]) oldest(key string) (time.Time, int) {
 	if q == nil || len(q.waiting) == 0 {
 		return time.Time{}, 0
 	}
-	return q.waiting[0].at, q.items
+	return q.waiting[0].at, q.queued()
+}
+
+// queued returns how many items wait.
+func (q *queue[T, R]) queued() int {
+	n := 0
+	for _, u := range q.waiting {
+		n += len(u.items)
+	}
+	return n
 }
 
 // whenFull returns a channel that is closed once key has a full batch
