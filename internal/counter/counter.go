@@ -9,6 +9,7 @@ package counter
 
 import (
 	"crypto/rand"
+	"math"
 	"strings"
 	"time"
 
@@ -22,7 +23,28 @@ const (
 	MaxDelta      = 1_000_000_000
 	MaxIDLength   = 128
 	DefaultShards = 10
+	// MaxCount bounds a counter's value either way: 2^53 − 1, the largest
+	// integer a JavaScript client (and any JSON reader using doubles)
+	// reads exactly. An increment that could take a counter past it is
+	// refused.
+	MaxCount = 1<<53 - 1
 )
+
+// Add returns a + b, and false when the sum overflows int64.
+func Add(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// InBound reports whether v is a value a counter may hold: |v| <= MaxCount.
+func InBound(v int64) bool { return v >= -MaxCount && v <= MaxCount }
+
+// Saturated reports whether v is where Firestore's increment transform
+// stops when a sum overflows int64: part of a delta may have been lost.
+func Saturated(v int64) bool { return v == math.MaxInt64 || v == math.MinInt64 }
 
 // Counter is a counter document: its shard count and its roll-up.
 type Counter struct {

@@ -28,8 +28,15 @@ const (
 	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
 	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
 	ResourceExhausted    Code = "RESOURCE_EXHAUSTED"
-	Unavailable          Code = "UNAVAILABLE"
-	Internal             Code = "INTERNAL"
+	// OutOfRange is a request that is valid alone but would take a value
+	// past its bound (a counter past counter.MaxCount).
+	OutOfRange  Code = "OUT_OF_RANGE"
+	Unavailable Code = "UNAVAILABLE"
+	// DataLoss is stored data the functions cannot use: written outside
+	// them, it breaks their invariants (a shard sum past int64, a counter
+	// document without a valid shard count). Retrying cannot help.
+	DataLoss Code = "DATA_LOSS"
+	Internal Code = "INTERNAL"
 )
 
 // Error is an error a client may see.

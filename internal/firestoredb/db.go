@@ -287,7 +287,8 @@ func classify(err error, what string) error {
 	switch code(err) {
 	case codes.DeadlineExceeded:
 		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore did not answer within the deadline; retry shortly")
-	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Internal, codes.Unknown:
+	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Internal, codes.Unknown,
+		codes.Unauthenticated: // also what gRPC says when fetching an access token failed
 		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore is unavailable or busy; retry shortly")
 	}
 	return fmt.Errorf("firestoredb: %s: %w", what, err)

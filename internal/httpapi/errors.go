@@ -34,7 +34,9 @@ var wireOf = map[errs.Code]wire{
 	errs.PayloadTooLarge:      {http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", 400},
 	errs.UnsupportedMediaType: {http.StatusUnsupportedMediaType, "INVALID_ARGUMENT", 400},
 	errs.ResourceExhausted:    {http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", 429},
+	errs.OutOfRange:           {http.StatusBadRequest, "OUT_OF_RANGE", 400},
 	errs.Unavailable:          {http.StatusServiceUnavailable, "UNAVAILABLE", 503},
+	errs.DataLoss:             {http.StatusInternalServerError, "DATA_LOSS", 500},
 	errs.Internal:             {http.StatusInternalServerError, "INTERNAL", 500},
 }
 

@@ -165,6 +165,21 @@ func (r *Roller) slotFor(w time.Time) time.Time {
 // Firestore calls. Past it, an event whose write is not rolled up does it.
 func (r *Roller) grace() time.Duration { return r.cadence + 2*time.Second }
 
+// Settled reports whether an event whose Include returned err is done with:
+// its roll-up is done (nil), its counter is gone (NOT_FOUND), it cannot be
+// used (INVALID_ARGUMENT), or its counter's data can never roll up
+// (DATA_LOSS: written outside the functions; logged, and reconcile reports
+// it too). Any other error, whatever its class, asks for the event to be
+// delivered again: a holder that gives up its slot without a roll-up would
+// strand the writes that deferred to it.
+func Settled(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.NotFound, errs.InvalidArgument, errs.DataLoss:
+		return true
+	}
+	return err == nil
+}
+
 // Include returns nil once a roll-up of the event's counter includes the
 // event's write, or a holder of its slot (alive, or to be redelivered) will
 // see to it; otherwise the error that prevented it. An errs UNAVAILABLE

@@ -340,8 +340,9 @@ func (w *world) startDelivery(i, instance int) {
 		return w.rollers[instance].Include(ctx, Event{ID: ev.id, CounterID: "c", WrittenAt: ev.writtenAt})
 	}, func(err error) {
 		w.tracef("event-%d on instance %d returns %v", i, instance, err)
-		// Eventarc delivers an event again when its function fails.
-		if err != nil && !errs.Is(err, errs.NotFound) {
+		// Eventarc delivers an event again when the receiver answers 5xx,
+		// which it does for every error Settled does not accept.
+		if !Settled(err) {
 			retry := time.Duration(100+w.rng.IntN(1900)) * time.Millisecond
 			w.queue.push(w, w.now.Add(retry), func() { w.startDelivery(i, w.rng.IntN(len(w.rollers))) })
 		}
@@ -625,10 +626,10 @@ func (w *world) execute(a *actor, c *call) {
 		r.err = a.ctx.Err()
 	case c.apply == nil: // a sleep
 	case f == failBefore || f == failAfter && !c.mutates:
-		r.err = errs.Retryable(errSimFault, time.Second, "simulated")
+		r.err = w.faultError()
 	case f == failAfter:
 		c.apply(w) // applied, but the answer is lost
-		r.err = errs.Retryable(errSimFault, time.Second, "simulated")
+		r.err = w.faultError()
 	default:
 		r.v = c.apply(w)
 	}
@@ -665,6 +666,25 @@ func (w *world) randomFault(op string, a *actor, now time.Time) fault {
 		return failBefore
 	}
 	return failAfter
+}
+
+// faultError is a failed store call's error, of any class the real store
+// returns: transient (UNAVAILABLE), a context's deadline, and the ones a
+// retry may or may not fix (a refused credential, a precondition that kept
+// failing, an unclassified error), which the receiver must not mistake for
+// done.
+func (w *world) faultError() error {
+	switch w.rng.IntN(5) {
+	case 0:
+		return errs.Retryable(errSimFault, time.Second, "simulated")
+	case 1:
+		return fmt.Errorf("simulated: %w", context.DeadlineExceeded)
+	case 2:
+		return fmt.Errorf("firestoredb: simulated PermissionDenied: %w", errSimFault)
+	case 3:
+		return errs.Wrap(errs.FailedPrecondition, errSimFault, "simulated: the merge gave up")
+	}
+	return errs.Wrap(errs.Internal, errSimFault, "simulated")
 }
 
 func (w *world) randomLatency(op string, a *actor) time.Duration {

@@ -265,22 +265,20 @@ const maxEventBody = 1 << 20
 // `gcloud functions deploy --trigger-event-filters` deploys it as before:
 // the trigger posts the same binary-mode CloudEvent to the function's URL.
 //
-// Answers: 204 when handled (or when a retry cannot help: a deleted
-// counter, an internal error, both logged); 503 when a retry can help (a
-// transient Firestore error, a cancelled or timed-out call), so Eventarc
-// delivers the event again; 4xx for a request that is not a usable
-// binary-mode CloudEvent.
+// Answers: 204 when the roll-up is done, or when no retry can help (a
+// deleted counter, or a counter whose stored data breaks its invariants:
+// rollup.Settled); 4xx for a request that is not a usable binary-mode
+// CloudEvent; 5xx for every other error, so Eventarc delivers the event
+// again (503 with Retry-After when it looks transient, 500 otherwise).
+// Anything but a 204 of a done roll-up is logged at ERROR with its cause.
 func (s *Server) eventHandler(spec Spec) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := logging.NewContext(r.Context(), s.log.With("function", spec.Name))
 		status, err := s.receive(ctx, w, r, spec)
 		level := slog.LevelDebug
-		switch {
-		case status >= 500:
-			level = slog.LevelWarn
-		case status >= 400 || err != nil:
-			level = slog.LevelError
+		if status >= 400 || err != nil {
+			level = slog.LevelError // with its cause: the event is redelivered (5xx) or dropped (4xx)
 		}
 		attrs := []slog.Attr{slog.Int("status", status), slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000)}
 		if err != nil {
@@ -320,15 +318,19 @@ func (s *Server) receive(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	err = spec.event(a, ctx, *e)
 	switch {
-	case err == nil:
 	case errs.Is(err, errs.InvalidArgument):
 		return httpapi.WriteError(w, err)
-	case errs.Is(err, errs.Unavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return httpapi.WriteError(w, errs.Retryable(err, time.Second, "retry the event"))
+	case !rollup.Settled(err):
+		// Eventarc delivers it again (--retry): 503 with a short
+		// Retry-After for what looks transient, 500 for the rest.
+		if errs.Is(err, errs.Unavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = errs.Retryable(err, time.Second, "retry the event")
+		}
+		return httpapi.WriteError(w, err)
 	case errs.Is(err, errs.NotFound):
 		logging.FromContext(ctx).Warn("acknowledging an event of a deleted counter")
-	default:
-		logging.FromContext(ctx).Error("acknowledging an event the roll-up cannot use", "error", err.Error())
+	case err != nil:
+		logging.FromContext(ctx).Error("acknowledging an event whose counter cannot roll up", "error", err.Error())
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
