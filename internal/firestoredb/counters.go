@@ -2,7 +2,6 @@ package firestoredb
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -167,10 +166,16 @@ type reshardDoc struct {
 	Reason     string    `firestore:"reason"`
 }
 
+// decodeCounter reads a counter document, refusing one the functions
+// cannot have written (DATA_LOSS): everything downstream trusts it.
 func decodeCounter(snap *firestore.DocumentSnapshot) (counter.Counter, error) {
 	var d counterDoc
 	if err := snap.DataTo(&d); err != nil {
-		return counter.Counter{}, fmt.Errorf("firestoredb: decode %s: %w", snap.Ref.Path, err)
+		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", snap.Ref.ID)
+	}
+	if d.NumShards < counter.MinShards || d.NumShards > counter.MaxShards {
+		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
+			snap.Ref.ID, d.NumShards, counter.MinShards, counter.MaxShards)
 	}
 	return counter.Counter{
 		ID: snap.Ref.ID, NumShards: d.NumShards, Count: d.Count, AsOf: d.AsOf, Version: snap.UpdateTime,

@@ -24,6 +24,8 @@ package groupcommit
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -54,7 +56,7 @@ func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, err
 	var units []*unit[T, R]
 	now := time.Now()
 	for start := 0; start < len(items); start += b.maxBatch {
-		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan []R, 1), at: now})
+		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan done[R], 1), at: now})
 	}
 	b.mu.Lock()
 	var start bool
@@ -69,8 +71,11 @@ func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, err
 	out := make([]R, 0, len(items))
 	for i, u := range units {
 		select {
-		case rs := <-u.done:
-			out = append(out, rs...)
+		case d := <-u.done:
+			if d.err != nil {
+				return nil, d.err
+			}
+			out = append(out, d.results...)
 		case <-ctx.Done():
 			b.mu.Lock()
 			for _, v := range units[i:] {
@@ -99,12 +104,44 @@ func (b *Batcher[T, R]) drain(key string) {
 		for _, u := range batch {
 			items = append(items, u.items...)
 		}
-		results := b.flush(key, items)
+		results, err := b.safeFlush(key, items)
 		for _, u := range batch {
-			u.done <- results[:len(u.items)]
+			if err != nil {
+				u.done <- done[R]{err: err}
+				continue
+			}
+			u.done <- done[R]{results: results[:len(u.items)]}
 			results = results[len(u.items):]
 		}
 	}
+}
+
+// PanicError is what Do returns to every caller of a flush that panicked:
+// a bug. The drain goes on with the next batch.
+type PanicError struct {
+	Key   string
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("groupcommit: the flush of %q panicked: %v", e.Key, e.Value)
+}
+
+// safeFlush runs flush, turning a panic into a *PanicError: in the drain's
+// goroutine a panic would otherwise end the whole process, every other
+// request of the instance with it.
+func (b *Batcher[T, R]) safeFlush(key string, items []T) (results []R, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			results, err = nil, &PanicError{Key: key, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	results = b.flush(key, items)
+	if len(results) != len(items) {
+		return nil, &PanicError{Key: key, Value: fmt.Sprintf("flush returned %d results for %d items", len(results), len(items))}
+	}
+	return results, nil
 }
 
 // waitForCompany returns when key's oldest waiting item has waited

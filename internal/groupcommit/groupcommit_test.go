@@ -301,3 +301,25 @@ func TestFullBatchEndsTheWait(t *testing.T) {
 		t.Errorf("a full batch waited %s of its one-minute window", d)
 	}
 }
+
+// TestPanickingFlushFailsItsBatchOnly: a flush that panics (a bug) fails
+// the callers of that batch with a *PanicError and its stack; the process
+// lives on and the key's next batch flushes normally.
+func TestPanickingFlushFailsItsBatchOnly(t *testing.T) {
+	b := New(10, 0, func(key string, items []int) []int {
+		if items[0] < 0 {
+			var shards []int
+			_ = shards[items[0]+len(shards)] // index out of range, like rand.IntN(0)
+		}
+		return items
+	})
+	_, err := b.Do(context.Background(), "k", []int{-1})
+	pe, ok := err.(*PanicError)
+	if !ok || pe.Key != "k" || len(pe.Stack) == 0 {
+		t.Fatalf("Do of a panicking flush: %v, want a *PanicError with its stack", err)
+	}
+	got, err := b.Do(context.Background(), "k", []int{7})
+	if err != nil || !slices.Equal(got, []int{7}) {
+		t.Fatalf("the next Do: %v, %v", got, err)
+	}
+}

@@ -22,9 +22,15 @@ type queue[T, R any] struct {
 
 type unit[T, R any] struct {
 	items []T
-	done  chan []R // buffered: a flush never blocks on a caller that left
+	done  chan done[R] // buffered: a flush never blocks on a caller that left
 	at    time.Time
 	taken bool
+}
+
+// done is a unit's outcome: its results, or the flush's panic.
+type done[R any] struct {
+	results []R
+	err     error
 }
 
 func newState[T, R any](maxBatch int) state[T, R] {

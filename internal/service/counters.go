@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/groupcommit"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
@@ -205,7 +207,7 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	op.User = req.User
 	results, err := a.increments.Do(ctx, id, []firestoredb.IncrementOp{op})
 	if err != nil {
-		return 0, nil, unknownOutcome(err)
+		return 0, nil, unknownOutcome(ctx, err)
 	}
 	r := results[0]
 	if r.Err != nil {
@@ -218,8 +220,13 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 }
 
 // unknownOutcome is the answer to a request whose context ended while its
-// commit was queued or in flight: it may or may not have been applied.
-func unknownOutcome(err error) error {
+// commit was queued or in flight: it may or may not have been applied. A
+// flush that panicked (a bug) is INTERNAL instead, its stack logged.
+func unknownOutcome(ctx context.Context, err error) error {
+	if pe, ok := errors.AsType[*groupcommit.PanicError](err); ok {
+		logging.FromContext(ctx).Error("panic", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		return errs.Wrap(errs.Internal, err, "internal error")
+	}
 	return errs.Retryable(err, time.Second, "the request ended before its commit was known; retry with the same idempotency key")
 }
 
@@ -271,7 +278,7 @@ func (a *app) incrementBatch(ctx context.Context, req *httpapi.Request, body Inc
 			for j, i := range idx {
 				switch {
 				case err != nil:
-					fail(i, unknownOutcome(err))
+					fail(i, unknownOutcome(ctx, err))
 				case rs[j].Err != nil:
 					fail(i, rs[j].Err)
 				default:
