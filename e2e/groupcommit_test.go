@@ -235,7 +235,7 @@ func TestBatchAnswersPerItem(t *testing.T) {
 	}
 
 	// Nothing but the two shards written, one key record, and their
-	// roll-ups' documents changed.
+	// roll-ups' documents (slots, time windows) changed.
 	waitForQuietEvents(t)
 	after := testenv.Dump(t, fs, roots...)
 	var added []string
@@ -249,7 +249,8 @@ func TestBatchAnswersPerItem(t *testing.T) {
 		switch {
 		case strings.HasPrefix(p, "counters/"+a+"/shards/"), strings.HasPrefix(p, "counters/"+b+"/shards/"),
 			strings.HasPrefix(p, "counters/"+a+"/idempotency_keys/"),
-			strings.HasPrefix(p, "counters/"+a+"/rollup_slots/"), strings.HasPrefix(p, "counters/"+b+"/rollup_slots/"):
+			strings.HasPrefix(p, "counters/"+a+"/rollup_slots/"), strings.HasPrefix(p, "counters/"+b+"/rollup_slots/"),
+			strings.HasPrefix(p, "counters/"+a+"/windows/"), strings.HasPrefix(p, "counters/"+b+"/windows/"):
 		default:
 			t.Errorf("unexpected document %s", p)
 		}

@@ -214,7 +214,8 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 		case spec.Kind == service.FirestoreTrigger:
 			status, body = deliverEvent(t, spec.Name)
 		case spec.Method == http.MethodGet:
-			q := map[string]string{"getCounter": "?consistency=strong&counter_id=c1", "queryInstruments": "?field=exchange&value=E"}[spec.Name]
+			q := map[string]string{"getCounter": "?consistency=strong&counter_id=c1", "queryInstruments": "?field=exchange&value=E",
+				"topCounters": "?window=hour", "listCounters": ""}[spec.Name]
 			resp, err := http.Get(base + "/" + spec.Name + q)
 			if err != nil {
 				t.Fatal(err)
@@ -227,6 +228,8 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 				"createCounter":     `{"counter_id":"c1"}`,
 				"incrementCounter":  `{"counter_id":"c1"}`,
 				"reshardCounter":    `{"counter_id":"c1","num_shards":2}`,
+				"resetCounter":      `{"counter_id":"c1"}`,
+				"deleteCounter":     `{"counter_id":"c1"}`,
 				"reconcileCounters": `{}`,
 				"recordInstruments": `{"instruments":[{"symbol":"A","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`,
 			}[spec.Name]

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func setup() error {
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
 		"CORS_ORIGINS":         origin + ", http://localhost:5173",
-		"RATE_LIMITS":          "increment=1:3,create=0.5:8,strong=0.5:3,record=1:20,query=0.5:3,reshard=0.5:2",
+		"RATE_LIMITS":          "increment=1:3,create=0.5:8,strong=0.5:3,record=1:20,query=0.5:3,reshard=0.5:2,reset=0.5:2,delete=0.5:2,list=0.5:2,history=0.5:2,top=0.5:2",
 		"LOG_LEVEL":            "info",
 	})
 	var err error
@@ -66,11 +67,26 @@ func setup() error {
 
 func url(fn string) string { return base + "/" + fn }
 
-// user creates a user in the Auth emulator and returns an Authorization
-// header value for it.
-func user(t *testing.T, uid string) string {
+// caller is a user of the Auth emulator, calling from an address of its
+// own (budgets count per user and per address).
+type caller struct {
+	bearer string
+	client testenv.Client
+}
+
+func (c caller) do(t *testing.T, method, url, body string, headers ...string) testenv.Response {
+	t.Helper()
+	return c.client.Do(t, method, url, body, append([]string{"Authorization", c.bearer}, headers...)...)
+}
+
+var callers atomic.Int32
+
+// user creates a user in the Auth emulator and returns it as a caller
+// from a fresh loopback address.
+func user(t *testing.T, uid string) caller {
 	testenv.CreateUser(t, project, uid)
-	return "Bearer " + testenv.ValidIDToken(project, uid)
+	n := callers.Add(1)
+	return caller{"Bearer " + testenv.ValidIDToken(project, uid), testenv.From(fmt.Sprintf("127.0.%d.%d", 1+n/250, 1+n%250))}
 }
 
 func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
@@ -82,6 +98,10 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 		{"incrementCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id)},
 		{"getCounter", "GET", "?consistency=strong&counter_id=" + id, ""},
 		{"reshardCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":3}`, id)},
+		{"resetCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"count":5}`, id)},
+		{"listCounters", "GET", "?limit=5", ""},
+		{"topCounters", "GET", "?window=all", ""},
+		{"deleteCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id)},
 		{"recordInstruments", "POST", "", `{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`},
 		{"queryInstruments", "GET", "?field=exchange&value=E", ""},
 	}
@@ -119,7 +139,7 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 				t.Errorf("%s with %s: %s", c.fn, name, r)
 			}
 		}
-		r := testenv.Do(t, c.method, url(c.fn)+c.query, c.body, "Authorization", bearer)
+		r := bearer.do(t, c.method, url(c.fn)+c.query, c.body)
 		if r.Status >= 300 {
 			t.Errorf("%s with a valid token: %s", c.fn, r)
 		}
@@ -150,27 +170,27 @@ func TestIncrementsAreLimitedPerUser(t *testing.T) {
 	t.Parallel()
 	carol, dave := user(t, "carol"), user(t, "dave")
 	id := fmt.Sprintf("limit-%d", time.Now().UnixNano())
-	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", carol); r.Status != http.StatusCreated {
+	if r := carol.do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusCreated {
 		t.Fatal(r)
 	}
 	body := fmt.Sprintf(`{"counter_id":%q}`, id)
 	for i := range 3 { // the burst
-		if r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", carol); r.Status != http.StatusOK {
+		if r := carol.do(t, "POST", url("incrementCounter"), body); r.Status != http.StatusOK {
 			t.Fatalf("increment %d of the burst: %s", i, r)
 		}
 	}
-	r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", carol)
+	r := carol.do(t, "POST", url("incrementCounter"), body)
 	if r.Status != http.StatusTooManyRequests || r.ErrorCode() != "RESOURCE_EXHAUSTED" {
 		t.Fatalf("4th increment: %s", r)
 	}
 	if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
 		t.Errorf("Retry-After = %q", r.Header.Get("Retry-After"))
 	}
-	if r := testenv.Do(t, "POST", url("incrementCounter"), body, "Authorization", dave); r.Status != http.StatusOK {
+	if r := dave.do(t, "POST", url("incrementCounter"), body); r.Status != http.StatusOK {
 		t.Errorf("another user is limited too: %s", r)
 	}
 	var got struct{ Count int64 }
-	testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "", "Authorization", dave).Decode(t, &got)
+	dave.do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "").Decode(t, &got)
 	if got.Count != 4 {
 		t.Errorf("count = %d, want 4 (the refused increment wrote nothing)", got.Count)
 	}
@@ -178,7 +198,11 @@ func TestIncrementsAreLimitedPerUser(t *testing.T) {
 
 func TestCORS(t *testing.T) {
 	t.Parallel()
-	for _, fn := range []string{"createCounter", "incrementCounter", "getCounter", "reshardCounter", "recordInstruments", "queryInstruments"} {
+	for _, spec := range service.Catalog {
+		if spec.Kind != service.HTTPTrigger || spec.Access != service.Public {
+			continue
+		}
+		fn := spec.Name
 		r := testenv.Do(t, "OPTIONS", url(fn), "",
 			"Origin", origin, "Access-Control-Request-Method", "POST",
 			"Access-Control-Request-Headers", "authorization, content-type, idempotency-key")
@@ -213,10 +237,10 @@ func TestCORS(t *testing.T) {
 
 func TestRequestLogLine(t *testing.T) {
 	t.Parallel()
-	bearer := user(t, "erin")
+	erin := user(t, "erin")
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	r := testenv.Do(t, "GET", url("getCounter")+"?counter_id=log-line-404", "",
-		"Authorization", bearer, "traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+	r := erin.do(t, "GET", url("getCounter")+"?counter_id=log-line-404", "",
+		"traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
 	if r.Status != http.StatusNotFound {
 		t.Fatal(r)
 	}
@@ -242,50 +266,94 @@ func TestRequestLogLine(t *testing.T) {
 
 // TestEveryBudgetIsLimited spends each budget of one user (RATE_LIMITS of
 // TestMain) and checks the next call is a 429 with Retry-After that wrote
-// nothing, while another user is not affected.
+// nothing, while another user (from another address) is not affected.
 func TestEveryBudgetIsLimited(t *testing.T) {
 	t.Parallel()
 	frank, grace := user(t, "frank"), user(t, "grace")
 	id := fmt.Sprintf("budgets-%d", time.Now().UnixNano())
+	// Grace owns counters of her own, for the budgets of owners.
+	for i := range 4 {
+		if r := grace.do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":"%s-g-%d"}`, id, i)); r.Status != http.StatusCreated {
+			t.Fatal(r)
+		}
+	}
 	instrument := `{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"LIM","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}`
 	batch := func(n int) string {
 		return `{"instruments":[` + strings.TrimSuffix(strings.Repeat(instrument+",", n), ",") + `]}`
 	}
+	// Each body is for frank's (f) or grace's (g) i-th call.
 	for _, tc := range []struct {
 		budget        string
 		method, fn, q string
-		body          func(i int) string
+		body          func(who string, i int) string
 		burst         int
 	}{
-		{"create", "POST", "createCounter", "", func(i int) string { return fmt.Sprintf(`{"counter_id":"%s-%d"}`, id, i) }, 8},
-		{"strong", "GET", "getCounter", "?consistency=strong&counter_id=" + id + "-0", func(int) string { return "" }, 3},
-		{"record", "POST", "recordInstruments", "", func(int) string { return batch(10) }, 2}, // 10 of 20 tokens each
-		{"query", "GET", "queryInstruments", "?field=exchange&value=LIM", func(int) string { return "" }, 3},
-		{"reshard", "POST", "reshardCounter", "", func(i int) string { return fmt.Sprintf(`{"counter_id":"%s-0","num_shards":%d}`, id, 20+i) }, 2},
+		{"create", "POST", "createCounter", "", func(who string, i int) string { return fmt.Sprintf(`{"counter_id":"%s-%s-%d"}`, id, who, 10+i) }, 8},
+		{"strong", "GET", "getCounter", "?consistency=strong&counter_id=" + id + "-g-0", func(string, int) string { return "" }, 3},
+		{"record", "POST", "recordInstruments", "", func(string, int) string { return batch(10) }, 2}, // 10 of 20 tokens each
+		{"query", "GET", "queryInstruments", "?field=exchange&value=LIM", func(string, int) string { return "" }, 3},
+		{"reshard", "POST", "reshardCounter", "", func(who string, i int) string {
+			return fmt.Sprintf(`{"counter_id":"%s-%s-%d","num_shards":%d}`, id, who, map[string]int{"f": 10, "g": 0}[who], 20+i)
+		}, 2},
+		{"reset", "POST", "resetCounter", "", func(who string, i int) string {
+			return fmt.Sprintf(`{"counter_id":"%s-%s-%d","count":%d}`, id, who, map[string]int{"f": 10, "g": 0}[who], i)
+		}, 2},
+		{"list", "GET", "listCounters", "", func(string, int) string { return "" }, 2},
+		{"history", "GET", "getCounter", "?history=minute&counter_id=" + id + "-g-0", func(string, int) string { return "" }, 2},
+		{"top", "GET", "topCounters", "?window=hour", func(string, int) string { return "" }, 2},
+		{"delete", "POST", "deleteCounter", "", func(who string, i int) string {
+			return fmt.Sprintf(`{"counter_id":"%s-%s-%d"}`, id, who, map[string]int{"f": 11, "g": 1}[who]+i)
+		}, 2},
 	} {
 		for i := range tc.burst {
-			if r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(i), "Authorization", frank); r.Status >= 300 {
+			if r := frank.do(t, tc.method, url(tc.fn)+tc.q, tc.body("f", i)); r.Status >= 300 {
 				t.Fatalf("%s: call %d of the burst: %s", tc.budget, i, r)
 			}
 		}
-		r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(tc.burst), "Authorization", frank)
+		r := frank.do(t, tc.method, url(tc.fn)+tc.q, tc.body("f", tc.burst))
 		if r.Status != http.StatusTooManyRequests || r.ErrorCode() != "RESOURCE_EXHAUSTED" || !strings.Contains(string(r.Body), tc.budget) {
 			t.Errorf("%s: call %d after the burst: %s", tc.budget, tc.burst+1, r)
 		}
 		if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
 			t.Errorf("%s: Retry-After = %q", tc.budget, r.Header.Get("Retry-After"))
 		}
-		if r := testenv.Do(t, tc.method, url(tc.fn)+tc.q, tc.body(100+tc.burst), "Authorization", grace); r.Status >= 300 {
+		if r := grace.do(t, tc.method, url(tc.fn)+tc.q, tc.body("g", 0)); r.Status >= 300 {
 			t.Errorf("%s: another user is limited too: %s", tc.budget, r)
 		}
 	}
 	// The refused create wrote nothing.
-	if r := testenv.Do(t, "GET", url("getCounter")+fmt.Sprintf("?counter_id=%s-8", id), "", "Authorization", grace); r.Status != http.StatusNotFound {
+	if r := grace.do(t, "GET", url("getCounter")+fmt.Sprintf("?counter_id=%s-f-18", id), ""); r.Status != http.StatusNotFound {
 		t.Errorf("the refused create created the counter: %s", r)
 	}
 	// A batch over the whole burst is refused whole (all or nothing).
-	if r := testenv.Do(t, "POST", url("recordInstruments"), batch(21), "Authorization", grace); r.Status != http.StatusTooManyRequests {
+	if r := grace.do(t, "POST", url("recordInstruments"), batch(21)); r.Status != http.StatusTooManyRequests {
 		t.Errorf("21 instruments with a burst of 20: %s", r)
+	}
+}
+
+// TestNewUsersFromOneAddressShareItsBudget: a fresh anonymous sign-in
+// brings no fresh budget; the address's is spent too.
+func TestNewUsersFromOneAddressShareItsBudget(t *testing.T) {
+	t.Parallel()
+	owner := user(t, "budget-owner")
+	id := fmt.Sprintf("shared-%d", time.Now().UnixNano())
+	if r := owner.do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+	from := testenv.From("127.0.200.1")
+	ok := 0
+	for i := range 6 {
+		uid := fmt.Sprintf("anon-%s-%d", id, i)
+		testenv.CreateUser(t, project, uid)
+		r := from.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", "Bearer "+testenv.AnonymousIDToken(project, uid))
+		if r.Status == http.StatusOK {
+			ok++
+		} else if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("anonymous user %d: %s", i, r)
+		}
+	}
+	if ok != 3 {
+		t.Errorf("6 new anonymous users from one address got %d increments, want the address's burst: 3", ok)
 	}
 }
 
@@ -296,51 +364,27 @@ func TestIdempotencyKeysArePerUser(t *testing.T) {
 	t.Parallel()
 	alice, bob := user(t, "ida"), user(t, "ben")
 	id := fmt.Sprintf("keys-%d", time.Now().UnixNano())
-	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Authorization", alice); r.Status != http.StatusCreated {
+	if r := alice.do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusCreated {
 		t.Fatal(r)
 	}
-	inc := func(bearer string, delta int) testenv.Response {
-		return testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta),
-			"Authorization", bearer, "Idempotency-Key", "shared-key")
+	inc := func(who caller) testenv.Response {
+		return who.do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Idempotency-Key", "shared-key")
 	}
-	if r := inc(alice, 5); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+	if r := inc(alice); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("alice: %s", r)
 	}
-	r := inc(bob, 7)
-	var answer struct {
-		Delta    int64
-		Replayed bool
-	}
+	r := inc(bob)
+	var answer struct{ Replayed bool }
 	r.Decode(t, &answer)
-	if r.Status != http.StatusOK || answer.Delta != 7 || answer.Replayed {
-		t.Errorf("bob with alice's key: %s, want his own delta 7 applied", r)
+	if r.Status != http.StatusOK || answer.Replayed {
+		t.Errorf("bob with alice's key: %s, want his own increment applied", r)
 	}
-	if r := inc(alice, 5); r.Header.Get("Idempotent-Replayed") != "true" {
+	if r := inc(alice); r.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("alice again: %s, want a replay", r)
 	}
 	var got struct{ Count int64 }
-	testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "", "Authorization", bob).Decode(t, &got)
-	if got.Count != 12 {
-		t.Errorf("count = %d, want 12: one increment each", got.Count)
-	}
-}
-
-// TestReshardIsNotForAnonymousSignIn: anyone can get an anonymous token
-// from a web app, so resharding (a cost decision) needs a real account.
-func TestReshardIsNotForAnonymousSignIn(t *testing.T) {
-	t.Parallel()
-	owner := user(t, "owner")
-	testenv.CreateUser(t, project, "anon")
-	anon := "Bearer " + testenv.AnonymousIDToken(project, "anon")
-	id := fmt.Sprintf("anon-%d", time.Now().UnixNano())
-	if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id), "Authorization", anon); r.Status != http.StatusCreated {
-		t.Fatalf("an anonymous user may create counters: %s", r)
-	}
-	body := fmt.Sprintf(`{"counter_id":%q,"num_shards":5}`, id)
-	if r := testenv.Do(t, "POST", url("reshardCounter"), body, "Authorization", anon); r.Status != http.StatusForbidden || r.ErrorCode() != "PERMISSION_DENIED" {
-		t.Errorf("reshard by an anonymous user: %s", r)
-	}
-	if r := testenv.Do(t, "POST", url("reshardCounter"), body, "Authorization", owner); r.Status != http.StatusOK {
-		t.Errorf("reshard by a signed-in user: %s", r)
+	bob.do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "").Decode(t, &got)
+	if got.Count != 2 {
+		t.Errorf("count = %d, want 2: one increment each", got.Count)
 	}
 }

@@ -54,7 +54,8 @@ func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (httpapi.C
 	t, err := v.client.VerifyIDToken(ctx, strings.TrimSpace(token))
 	switch {
 	case err == nil:
-		return httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous"}, nil
+		admin, _ := t.Claims["admin"].(bool)
+		return httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous", Admin: admin}, nil
 	case fbauth.IsIDTokenExpired(err):
 		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token has expired; get a fresh one from the Firebase SDK")
 	case fbauth.IsIDTokenInvalid(err), fbauth.IsUserDisabled(err), fbauth.IsIDTokenRevoked(err), fbauth.IsUserNotFound(err):

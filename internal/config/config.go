@@ -16,11 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // AuthMode says whether HTTP functions require a Firebase ID token.
@@ -69,10 +72,23 @@ type Config struct {
 
 	InstrumentShards int
 
+	// Roles (AUTH=required): what a signed-in user who is neither the
+	// counter's owner nor an admin may do.
+	UserMaxDelta    int64 // largest |delta| of an end user's increment
+	UserMaxShards   int   // most shards an end user may create a counter with
+	AnonymousCreate bool  // users of anonymous sign-in may create counters
+
+	// Windows keeps the roll-up's changes per minute, hour and day for
+	// this long after each bucket ends; nil with WINDOWS=off.
+	Windows windows.Retention
+
 	Limits map[ratelimit.Budget]ratelimit.Limit
 
 	// PageTokenSecret signs queryInstruments page tokens.
 	PageTokenSecret string
+
+	windowsOn bool              // WINDOWS
+	retention windows.Retention // WINDOW_RETENTION
 
 	LogLevel slog.Level
 }
@@ -146,9 +162,9 @@ var Settings = []Setting{
 		}},
 	{"FIRESTORE_DEADLINE", "10s", "Deadline of the Firestore work of one HTTP request; past it the answer is 503 `UNAVAILABLE` with `Retry-After`. HTTP functions are deployed with a timeout 5 s longer.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.FirestoreDeadline }, 100*time.Millisecond, 5*time.Minute)},
-	{"ROLLUP_CADENCE", "1s", "Minimum time between two roll-up writes of one counter (Go duration, 50ms–1h).", Deployed,
-		durationIn(func(c *Config) *time.Duration { return &c.RollupCadence }, 50*time.Millisecond, time.Hour)},
-	{"RECONCILE_BUDGET", "4m", "How long one `reconcileCounters` run works before it saves its cursor and stops; the next run resumes there.", Deployed,
+	{"ROLLUP_CADENCE", "1s", "Minimum time between two roll-up writes of one counter (Go duration, 50ms–1m). `rollupCounter` is deployed with a timeout of 3 cadences + 2 × `FIRESTORE_DEADLINE` + 30 s, which must stay within the 540 s an event function may run.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.RollupCadence }, 50*time.Millisecond, time.Minute)},
+	{"RECONCILE_BUDGET", "4m", "How long one `reconcileCounters` run works before it saves its cursor and stops; the next run resumes there (1s–8m). The function's timeout and the Cloud Scheduler job's attempt deadline are this + 2 × `FIRESTORE_DEADLINE` + 30 s.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.ReconcileBudget }, time.Second, 8*time.Minute)},
 	{"GROUP_COMMIT", "on", "`on`: concurrent increments of one counter in one instance share a Firestore commit. `off`: one commit per increment.", Deployed,
 		onOff(func(c *Config) *bool { return &c.GroupCommit })},
@@ -175,7 +191,40 @@ var Settings = []Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingSlowCommit }, time.Millisecond, time.Minute)},
 	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it.", Deployed,
 		intIn(func(c *Config) *int { return &c.InstrumentShards }, 1, 1000)},
-	{"RATE_LIMITS", ratelimit.DefaultsString(), "Per-user budgets, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults, rate 0 is unlimited. See Security.", Deployed,
+	{"USER_MAX_DELTA", "1", "Largest \\|delta\\| an end user may send (AUTH=required); the counter's owner and admins send any delta up to 10⁹. See Who may do what.", Deployed,
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 || n > counter.MaxDelta {
+				return fmt.Errorf("must be an integer between 1 and %d, got %q", counter.MaxDelta, v)
+			}
+			c.UserMaxDelta = n
+			return nil
+		}},
+	{"USER_MAX_SHARDS", "100", "Most shards an end user may create a counter with (1–1000), the heuristic's choice included; admins create up to 1000.", Deployed,
+		intIn(func(c *Config) *int { return &c.UserMaxShards }, counter.MinShards, counter.MaxShards)},
+	{"ANONYMOUS_CREATE", "off", "`on`: users of anonymous sign-in may create counters too (as end users).", Deployed,
+		onOff(func(c *Config) *bool { return &c.AnonymousCreate })},
+	{"WINDOWS", "on", "`on`: the roll-up adds each change to the counter's minute, hour and day buckets (history, `topCounters`). `off`: it writes none.", Deployed,
+		onOff(func(c *Config) *bool { return &c.windowsOn })},
+	{"WINDOW_RETENTION", "minute=48h,hour=840h,day=26280h", "How long buckets are kept after they end, per granularity (`granularity=duration`, comma-separated; the ones listed replace their defaults: two days of minutes, 35 days of hours, three years of days), by a TTL policy.", Deployed,
+		func(c *Config, v string) error {
+			r := maps.Clone(windows.DefaultRetention)
+			for item := range strings.SplitSeq(v, ",") {
+				if item = strings.TrimSpace(item); item == "" {
+					continue
+				}
+				name, d, ok := strings.Cut(item, "=")
+				g, err := windows.Parse("WINDOW_RETENTION", name)
+				dur, derr := time.ParseDuration(d)
+				if !ok || err != nil || derr != nil || dur < time.Hour {
+					return fmt.Errorf("%q is not granularity=duration with minute, hour or day and a duration of 1h or more", item)
+				}
+				r[g] = dur
+			}
+			c.retention = r
+			return nil
+		}},
+	{"RATE_LIMITS", ratelimit.DefaultsString(), "Budgets of end users, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults. Each counts per user and per client address; rate 0 lifts a budget for both. Admins have none. See Security.", Deployed,
 		func(c *Config, v string) (err error) { c.Limits, err = ratelimit.Parse(v); return err }},
 	{"PAGE_TOKEN_SECRET", "", "Key that signs page tokens. Required when deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
 		func(c *Config, v string) error {
@@ -212,6 +261,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 
+	if c.windowsOn {
+		c.Windows = c.retention
+	}
+	if t := c.RollupTimeout(); t > MaxEventTimeout {
+		bad("ROLLUP_CADENCE", fmt.Errorf("3 cadences + 2 × FIRESTORE_DEADLINE + 30 s is %s, over the %s an event function may run: shorten one of them", t, MaxEventTimeout))
+	}
 	if c.EmulatorHost != "" && c.ProjectID == "" {
 		bad("GOOGLE_CLOUD_PROJECT", errors.New("must be set when FIRESTORE_EMULATOR_HOST is (use a demo- project id)"))
 	}
@@ -242,6 +297,28 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("config: %w", errors.Join(problems...))
 	}
 	return c, nil
+}
+
+// MaxEventTimeout is the longest an event-driven Cloud Function (2nd gen)
+// may run.
+const MaxEventTimeout = 540 * time.Second
+
+// RollupWork bounds one roll-up event's work: a slot's holder sleeps up
+// to a cadence, then makes a few Firestore calls.
+func (c Config) RollupWork() time.Duration { return 3*c.RollupCadence + 2*c.FirestoreDeadline }
+
+// RollupTimeout is rollupCounter's deployed timeout: its work, and a
+// margin to answer.
+func (c Config) RollupTimeout() time.Duration { return c.RollupWork() + 30*time.Second }
+
+// ReconcileWork bounds one reconcileCounters run: its budget, then saving
+// its cursor.
+func (c Config) ReconcileWork() time.Duration { return c.ReconcileBudget + c.FirestoreDeadline }
+
+// ReconcileTimeout is reconcileCounters' deployed timeout and its Cloud
+// Scheduler job's attempt deadline, so neither cuts a run short.
+func (c Config) ReconcileTimeout() time.Duration {
+	return c.ReconcileBudget + 2*c.FirestoreDeadline + 30*time.Second
 }
 
 // MarkdownTable renders Settings as the README's table.

@@ -28,6 +28,11 @@ const (
 	// reads exactly. An increment that could take a counter past it is
 	// refused.
 	MaxCount = 1<<53 - 1
+	// CheckedZone is how close to ±MaxCount a counter's known value must be
+	// for each increment commit to sum its shards first: nearer, the bound
+	// is checked against the exact value; further, against what the
+	// instance knows (see firestoredb's Apply).
+	CheckedZone = 1 << 50
 )
 
 // Add returns a + b, and false when the sum overflows int64.
@@ -60,9 +65,49 @@ type Counter struct {
 	Sums Sums
 	// WriteRate is the roll-up's estimate of shard commits per second.
 	WriteRate float64
+	// ActivityAsOf is when Sums.Commits and Sums.Slow were summed (with
+	// automatic sharding only): the baseline of WriteRate.
+	ActivityAsOf time.Time
 	// Reshard is the last change of the shard count, if any.
 	Reshard Reshard
+	// Owner is the uid of the user who created the counter; "" when it was
+	// created without authentication (AUTH=off) or by an admin's backend.
+	Owner string
+	// Unique counters count distinct users, each at most once
+	// (members/{uid}); their value is their number of members.
+	Unique    bool
+	CreatedAt time.Time
+	// Deleted is set on the document of a deleted counter (a tombstone)
+	// until everything under it is gone.
+	Deleted Deletion
 }
+
+// Rollup is one write of a counter's roll-up: the counter document as Next
+// says, if it is still at Next.Version (a precondition), in one commit with
+// the change added to the counter's time windows.
+type Rollup struct {
+	Next Counter
+	// Change is Next.Count minus the count the document held: what was
+	// counted since the previous roll-up, added to the buckets holding
+	// Next.AsOf.
+	Change int64
+	// Reshard writes Next.NumShards and Next.Reshard too.
+	Reshard bool
+	// Correct, when not 0, is added to one shard in the same commit:
+	// reconcile's audit of a unique counter brings the shards to its
+	// member count.
+	Correct int64
+}
+
+// Deletion records a counter's deletion. Instances that cached its shard
+// count before may write shards until PurgeAfter; the purge that follows
+// then removes the last documents, and the id can be used again.
+type Deletion struct {
+	At, PurgeAfter time.Time
+}
+
+// IsDeleted reports whether the document is a deleted counter's tombstone.
+func (c Counter) IsDeleted() bool { return !c.Deleted.At.IsZero() }
 
 // Sums are the sums over a counter's shard documents, read in one
 // aggregation.

@@ -2,8 +2,6 @@ package firestoredb
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Collection and field names of the counters data model (README "Data
@@ -23,6 +22,8 @@ const (
 	ShardsCollection   = "shards"
 	KeysCollection     = "idempotency_keys"
 	SlotsCollection    = "rollup_slots"
+	MembersCollection  = "members"
+	WindowsCollection  = "windows"
 	// StateCollection holds the project's own bookkeeping (the reconcile
 	// cursor); no rule lets clients read it.
 	StateCollection = "shardcount"
@@ -35,11 +36,19 @@ const (
 	fieldShardCommits = "shard_commits"
 	fieldSlowCommits  = "slow_commits"
 	fieldWriteRate    = "write_rate"
+	fieldActivityAsOf = "activity_as_of"
 	fieldReshard      = "reshard"
+	fieldOwner        = "owner"
+	fieldUnique       = "unique"
+	fieldDeletedAt    = "deleted_at"
+	fieldPurgeAfter   = "purge_after"
 	fieldCommits      = "commits" // of a shard
 	fieldSlow         = "slow"    // of a shard
 	fieldDelta        = "delta"
 	fieldShard        = "shard"
+	fieldMember       = "member"
+	fieldChanged      = "changed"
+	fieldJoinedAt     = "joined_at"
 	fieldExpireAt     = "expire_at"
 	fieldHolder       = "holder"
 )
@@ -48,48 +57,53 @@ const (
 // trigger watches.
 const ShardDocument = CountersCollection + "/{counterId}/" + ShardsCollection + "/{shardId}"
 
-// IdempotencyTTL is how long an idempotency key's record lives.
-const IdempotencyTTL = 24 * time.Hour
-
-// maxCached bounds the shard counts (and contention flags) one instance
+// maxCached bounds the counters (and contention flags) one instance
 // remembers; the least recently used are forgotten first.
 const maxCached = 100_000
 
 // CountersOptions configure a Counters store.
 type CountersOptions struct {
-	// ShardCountCache is how long a counter's shard count is used before it
-	// is read again (SHARD_COUNT_CACHE).
+	// ShardCountCache is how long a counter's document (its shard count,
+	// owner and kind) is used before it is read again (SHARD_COUNT_CACHE).
 	ShardCountCache time.Duration
 	// SlowCommit marks a commit as contended (AUTO_SHARDING_SLOW_COMMIT).
 	SlowCommit time.Duration
+	// Windows keeps the roll-up's changes in minute, hour and day buckets
+	// for so long; nil turns them off (WINDOWS=off).
+	Windows windows.Retention
 }
 
 // Counters stores sharded counters:
 //
-//	counters/{id}                          num_shards, count, rollup_as_of, created_at, rollups,
-//	                                       shard_commits, slow_commits, write_rate, reshard
+//	counters/{id}                          num_shards, count, rollup_as_of, created_at, owner, unique,
+//	                                       rollups, shard_commits, slow_commits, write_rate, activity_as_of,
+//	                                       reshard, deleted_at, purge_after
 //	counters/{id}/shards/{0..N-1}          count, commits, slow (created by the first increment landing on it)
-//	counters/{id}/idempotency_keys/{hash}  delta, shard, expire_at (TTL)
+//	counters/{id}/idempotency_keys/{hash}  delta, shard, member, changed, expire_at (TTL)
 //	counters/{id}/rollup_slots/{due}       holder, expire_at (TTL): a roll-up claimed for due
+//	counters/{id}/members/{uid}            joined_at: unique counters
+//	counters/{id}/windows/{g}_{start}      the roll-up's change per minute, hour and day
 type Counters struct {
 	db   *DB
 	opts CountersOptions
 	now  func() time.Time
 
-	shardCounts *lru.Cache[string, cachedShards]
-	contended   *lru.Cache[string, bool] // the last commit of the counter was slow or refused
+	cached    *lru.Cache[string, cachedCounter]
+	known     *lru.Cache[string, knownValue] // see Apply
+	contended *lru.Cache[string, bool]       // the last commit of the counter was slow or refused
 }
 
-type cachedShards struct {
-	n       int
+type cachedCounter struct {
+	c       counter.Counter
 	expires time.Time
 }
 
 // NewCounters returns the counter store on db.
 func NewCounters(db *DB, opts CountersOptions) *Counters {
-	shardCounts, _ := lru.New[string, cachedShards](maxCached) // size > 0 never fails
+	cached, _ := lru.New[string, cachedCounter](maxCached) // size > 0 never fails
+	known, _ := lru.New[string, knownValue](maxCached)
 	contended, _ := lru.New[string, bool](maxCached)
-	return &Counters{db: db, opts: opts, now: time.Now, shardCounts: shardCounts, contended: contended}
+	return &Counters{db: db, opts: opts, now: time.Now, cached: cached, known: known, contended: contended}
 }
 
 func (s *Counters) ref(id string) *firestore.DocumentRef {
@@ -102,25 +116,41 @@ func (s *Counters) shardRef(id string, k int) *firestore.DocumentRef {
 
 func notFound(id string) error { return errs.New(errs.NotFound, "counter %q does not exist", id) }
 
-// Create creates a counter with n shards. It writes one document whatever n
-// is: shards appear when the first increment lands on them.
-func (s *Counters) Create(ctx context.Context, id string, n int) (counter.Counter, error) {
-	w := createWrite(s.ref(id).Path, map[string]*pb.Value{
-		fieldNumShards: intValue(int64(n)),
+// Create creates counter c.ID with c.NumShards shards, c.Owner and
+// c.Unique. It writes one document whatever the shard count: shards
+// appear when the first increment lands on them. The id of a deleted
+// counter is free again once its purge is done (Purge).
+func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Counter, error) {
+	fields := map[string]*pb.Value{
+		fieldNumShards: intValue(int64(c.NumShards)),
 		fieldCount:     intValue(0),
 		fieldRollups:   intValue(0),
-	})
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+		fieldOwner:     stringValue(c.Owner),
+		fieldUnique:    boolValue(c.Unique),
+	}
+	transforms := []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+	w := createWrite(s.ref(c.ID).Path, fields)
+	w.UpdateTransforms = transforms
 	resp, err := s.db.commit(ctx, w)
 	if code(err) == codes.AlreadyExists {
-		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", id)
+		tomb, err := s.freeTombstone(ctx, c.ID)
+		if err != nil {
+			return counter.Counter{}, err
+		}
+		w = replaceWrite(s.ref(c.ID).Path, fields, tomb)
+		w.UpdateTransforms = transforms
+		resp, err = s.db.commit(ctx, w)
+		if code(err) == codes.FailedPrecondition || code(err) == codes.NotFound {
+			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
+		}
 	}
 	if err != nil {
-		return counter.Counter{}, classify(err, "create counter "+id)
+		return counter.Counter{}, classify(err, "create counter "+c.ID)
 	}
-	s.remember(id, n, s.now())
 	at := resp.GetCommitTime().AsTime()
-	return counter.Counter{ID: id, NumShards: n, AsOf: at, Version: at}, nil
+	c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, at, at
+	s.remember(c, s.now())
+	return c, nil
 }
 
 func serverTime(field string) *pb.DocumentTransform_FieldTransform {
@@ -128,11 +158,23 @@ func serverTime(field string) *pb.DocumentTransform_FieldTransform {
 		TransformType: &pb.DocumentTransform_FieldTransform_SetToServerValue{SetToServerValue: pb.DocumentTransform_FieldTransform_REQUEST_TIME}}
 }
 
-// Read reads the counter document; NOT_FOUND if the counter does not exist.
+// Read reads the counter document; NOT_FOUND if the counter does not exist
+// or is deleted.
 func (s *Counters) Read(ctx context.Context, id string) (counter.Counter, error) {
+	c, err := s.Document(ctx, id)
+	if err == nil && c.IsDeleted() {
+		return counter.Counter{}, notFound(id)
+	}
+	return c, err
+}
+
+// Document reads the counter document, a deleted counter's tombstone
+// included (IsDeleted), and caches it.
+func (s *Counters) Document(ctx context.Context, id string) (counter.Counter, error) {
 	start := s.now()
 	snap, err := s.db.get(ctx, s.ref(id))
 	if code(err) == codes.NotFound {
+		s.cached.Remove(id)
 		return counter.Counter{}, notFound(id)
 	}
 	if err != nil {
@@ -142,7 +184,7 @@ func (s *Counters) Read(ctx context.Context, id string) (counter.Counter, error)
 	if err != nil {
 		return counter.Counter{}, err
 	}
-	s.remember(id, c.NumShards, start)
+	s.remember(c, start)
 	return c, nil
 }
 
@@ -151,10 +193,16 @@ type counterDoc struct {
 	NumShards    int        `firestore:"num_shards"`
 	Count        int64      `firestore:"count"`
 	AsOf         time.Time  `firestore:"rollup_as_of"`
+	CreatedAt    time.Time  `firestore:"created_at"`
+	Owner        string     `firestore:"owner"`
+	Unique       bool       `firestore:"unique"`
 	ShardCommits int64      `firestore:"shard_commits"`
 	SlowCommits  int64      `firestore:"slow_commits"`
 	WriteRate    float64    `firestore:"write_rate"`
+	ActivityAsOf time.Time  `firestore:"activity_as_of"`
 	Reshard      reshardDoc `firestore:"reshard"`
+	DeletedAt    time.Time  `firestore:"deleted_at"`
+	PurgeAfter   time.Time  `firestore:"purge_after"`
 }
 
 type reshardDoc struct {
@@ -180,8 +228,10 @@ func decodeCounter(snap *firestore.DocumentSnapshot) (counter.Counter, error) {
 	return counter.Counter{
 		ID: snap.Ref.ID, NumShards: d.NumShards, Count: d.Count, AsOf: d.AsOf, Version: snap.UpdateTime,
 		Sums:      counter.Sums{Count: d.Count, Commits: d.ShardCommits, Slow: d.SlowCommits},
-		WriteRate: d.WriteRate,
-		Reshard:   counter.Reshard(d.Reshard),
+		WriteRate: d.WriteRate, ActivityAsOf: d.ActivityAsOf,
+		Reshard: counter.Reshard(d.Reshard),
+		Owner:   d.Owner, Unique: d.Unique, CreatedAt: d.CreatedAt,
+		Deleted: counter.Deletion{At: d.DeletedAt, PurgeAfter: d.PurgeAfter},
 	}, nil
 }
 
@@ -199,27 +249,32 @@ func reshardValue(r counter.Reshard) *pb.Value {
 	return mapValue(fields)
 }
 
-// NumShards returns a counter's shard count, from a per-instance cache
-// (SHARD_COUNT_CACHE): reading the counter document on every increment
-// would cost a read each and load the very document the shards protect.
-// A resharded count reaches every instance within the cache's lifetime,
-// which is why shrinking keeps merging for that long.
-func (s *Counters) NumShards(ctx context.Context, id string) (int, error) {
-	if c, ok := s.shardCounts.Get(id); ok && s.now().Before(c.expires) {
-		return c.n, nil
+// Info returns a counter's document (its shard count, owner and kind) from
+// a per-instance cache (SHARD_COUNT_CACHE): reading it on every increment
+// would cost a read each and load the very document the shards protect. A
+// resharded count reaches every instance within the cache's lifetime,
+// which is why shrinking keeps merging, and a deleted id stays reserved,
+// for that long. Its Count is the roll-up as of the read, possibly stale.
+func (s *Counters) Info(ctx context.Context, id string) (counter.Counter, error) {
+	if c, ok := s.cached.Get(id); ok && s.now().Before(c.expires) {
+		if c.c.IsDeleted() {
+			return counter.Counter{}, notFound(id)
+		}
+		return c.c, nil
 	}
-	c, err := s.Read(ctx, id)
-	return c.NumShards, err
+	return s.Read(ctx, id)
 }
 
-// remember caches n for id, valid from readStart (when the read that saw it
-// began, so the cache never outlives the bound reshards count on).
-func (s *Counters) remember(id string, n int, readStart time.Time) {
-	s.shardCounts.Add(id, cachedShards{n: n, expires: readStart.Add(s.opts.ShardCountCache)})
+// remember caches c, valid from readStart (when the read that saw it
+// began, so the cache never outlives the bound reshards and deletions
+// count on).
+func (s *Counters) remember(c counter.Counter, readStart time.Time) {
+	s.cached.Add(c.ID, cachedCounter{c: c, expires: readStart.Add(s.opts.ShardCountCache)})
 }
 
 // Sum returns the exact value of a counter now, a SUM over its shards (one
-// billed read per 1,000 shards), with the snapshot's read time.
+// billed read per 1,000 shards), with the snapshot's read time. A sum
+// past int64 (shards written outside the functions) is DATA_LOSS.
 //
 // It aggregates count alone: a query with several aggregations counts only
 // the documents that hold every field aggregated, so a shard without one of
@@ -242,36 +297,4 @@ func (s *Counters) Activity(ctx context.Context, id string) (commits, slow int64
 		return 0, 0, classify(err, "sum the shard activity of "+id)
 	}
 	return v[0], v[1], nil
-}
-
-// WriteRollup stores c's roll-up (Count, AsOf, Sums, WriteRate) on the
-// counter document if it is still at c.Version, and returns the new
-// version; ok is false if the document changed or is gone. With reshard,
-// c.NumShards and c.Reshard are written too, in the same write.
-func (s *Counters) WriteRollup(ctx context.Context, c counter.Counter, reshard bool) (time.Time, bool, error) {
-	fields := map[string]*pb.Value{
-		fieldCount:        intValue(c.Count),
-		fieldAsOf:         timeValue(c.AsOf),
-		fieldShardCommits: intValue(c.Sums.Commits),
-		fieldSlowCommits:  intValue(c.Sums.Slow),
-		fieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
-	}
-	if reshard {
-		fields[fieldNumShards] = intValue(int64(c.NumShards))
-		fields[fieldReshard] = reshardValue(c.Reshard)
-	}
-	w := updateWrite(s.ref(c.ID).Path, fields, slices.Sorted(maps.Keys(fields)), c.Version)
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: fieldRollups,
-		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(1)}}}
-	resp, err := s.db.commit(ctx, w)
-	switch code(err) {
-	case codes.OK:
-		if reshard {
-			s.remember(c.ID, c.NumShards, s.now())
-		}
-		return resp.GetWriteResults()[0].GetUpdateTime().AsTime(), true, nil
-	case codes.FailedPrecondition, codes.NotFound:
-		return time.Time{}, false, nil
-	}
-	return time.Time{}, false, classify(err, "write the roll-up of "+c.ID)
 }

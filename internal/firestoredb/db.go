@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +34,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/shardcount/internal/errs"
 )
@@ -164,11 +164,6 @@ func (db *DB) queryAll(ctx context.Context, q firestore.Query) ([]*firestore.Doc
 // at or before it is included, none after. Documents without a field count
 // 0 for it. Firestore bills one read per 1,000 index entries scanned.
 func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...string) ([]int64, time.Time, error) {
-	db.ops(ctx).Aggregations.Add(1)
-	parent := db.database + "/documents"
-	if coll.Parent != nil {
-		parent = coll.Parent.Path
-	}
 	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
 	for i, f := range fields {
 		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
@@ -177,6 +172,42 @@ func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...
 				Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{Field: &pb.StructuredQuery_FieldReference{FieldPath: f}},
 			},
 		}
+	}
+	result, readTime, err := db.aggregate(ctx, coll, aggs, time.Time{})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make([]int64, len(fields))
+	for i := range fields {
+		n, err := integer(result[fmt.Sprintf("s%d", i)])
+		if err != nil {
+			// Permanent: the same shards sum the same way on a retry.
+			return nil, time.Time{}, errs.Wrap(errs.DataLoss, err, "the %s of %s sum past int64: shards were written outside the functions", fields[i], coll.Path)
+		}
+		out[i] = n
+	}
+	return out, readTime, nil
+}
+
+// count returns how many documents coll holds at read time at (a recent
+// one: Firestore keeps an hour of versions).
+func (db *DB) count(ctx context.Context, coll *firestore.CollectionRef, at time.Time) (int64, error) {
+	aggs := []*pb.StructuredAggregationQuery_Aggregation{{Alias: "n",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}}
+	result, _, err := db.aggregate(ctx, coll, aggs, at)
+	if err != nil {
+		return 0, err
+	}
+	return integer(result["n"])
+}
+
+// aggregate runs aggregations over every document of coll, at read time at
+// (zero: now), and returns their results by alias and the read time.
+func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
+	db.ops(ctx).Aggregations.Add(1)
+	parent := db.database + "/documents"
+	if coll.Parent != nil {
+		parent = coll.Parent.Path
 	}
 	req := &pb.RunAggregationQueryRequest{
 		Parent: parent,
@@ -188,6 +219,9 @@ func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...
 				Aggregations: aggs,
 			},
 		},
+	}
+	if !at.IsZero() {
+		req.ConsistencySelector = &pb.RunAggregationQueryRequest_ReadTime{ReadTime: timestamppb.New(at)}
 	}
 	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", db.database)
 	stream, err := db.raw.RunAggregationQuery(ctx, req)
@@ -214,17 +248,9 @@ func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...
 		}
 	}
 	if result == nil || readTime.IsZero() {
-		return nil, time.Time{}, fmt.Errorf("firestoredb: sum %s: empty response", coll.Path)
+		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate %s: empty response", coll.Path)
 	}
-	out := make([]int64, len(fields))
-	for i := range fields {
-		n, err := integer(result[fmt.Sprintf("s%d", i)])
-		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("firestoredb: sum of %s in %s: %w", fields[i], coll.Path, err)
-		}
-		out[i] = n
-	}
-	return out, readTime, nil
+	return result, readTime, nil
 }
 
 func integer(v *pb.Value) (int64, error) {
@@ -232,11 +258,9 @@ func integer(v *pb.Value) (int64, error) {
 	case *pb.Value_IntegerValue:
 		return v.IntegerValue, nil
 	case *pb.Value_DoubleValue:
-		// Firestore switches to a double when the sum overflows int64.
-		if v.DoubleValue == math.Trunc(v.DoubleValue) && math.Abs(v.DoubleValue) < 1<<63 {
-			return int64(v.DoubleValue), nil
-		}
-		return 0, errors.New("overflows int64")
+		// Firestore switches to a double when a sum overflows int64; a
+		// double is never exact there, even when it looks integral.
+		return 0, fmt.Errorf("a double (%g): overflows int64", v.DoubleValue)
 	case *pb.Value_NullValue, nil:
 		return 0, nil
 	}

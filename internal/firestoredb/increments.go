@@ -2,18 +2,13 @@ package firestoredb
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 )
 
@@ -21,71 +16,102 @@ import (
 type IncrementOp struct {
 	Delta int64
 	// User and Key scope an idempotency key: the same key from two users
-	// is two keys. An empty Key applies the delta without a record.
+	// is two keys. An empty Key applies the delta without a record. On a
+	// unique counter, User is the member the op adds (+1) or removes (−1).
 	User, Key string
 }
 
 // IncrementResult is the outcome of one IncrementOp.
 type IncrementResult struct {
 	Delta int64
+	// Shard is the shard written; -1 when none was (a unique counter's op
+	// that changed nothing).
 	Shard int
 	// Replayed is true when the key had been used: nothing was applied
 	// and the first outcome is returned.
 	Replayed bool
-	Err      error
+	// Member and Changed, on a unique counter: whether the user is a
+	// member after the op, and whether the op made it so.
+	Member, Changed bool
+	Err             error
 }
 
-// Apply adds the deltas of ops to one random shard of counter id in one
-// commit, with a record for each idempotency key in the same commit, and
-// returns one result per op. A key used before, or twice among ops,
-// replays its first outcome (or is ALREADY_EXISTS with another delta)
-// without failing the others. Every result is either applied exactly once
-// or an error; an UNAVAILABLE error may hide a commit that was applied
-// after all (its answer was lost), which a retry with the same key settles.
+// maxApplyAttempts bounds the commits of one Apply: each retry follows a
+// concurrent change of a key's record or of a member, made by another
+// instance; that many in a row means something keeps rewriting them.
+const maxApplyAttempts = 5
+
+// Apply commits ops to counter id in one commit and returns one result
+// per op:
+//
+//   - a plain counter's deltas are added to one random shard, unless one
+//     would take the counter past ±counter.MaxCount (OUT_OF_RANGE, that op
+//     alone);
+//   - a unique counter's ops add (+1) or remove (−1) their user, in
+//     arrival order: a member document is created or deleted with a
+//     precondition in the same commit as the shard's ±1, so the count is
+//     always the number of members; an op that changes nothing writes
+//     nothing;
+//   - each idempotency key's record is created in the same commit. A key
+//     used before, or twice among ops, replays its first outcome (or is
+//     ALREADY_EXISTS with another delta) without failing the others.
+//
+// A lost race with another instance (a key or a member written since it
+// was read) re-reads and commits again. Every result is applied exactly
+// once or is an error; an UNAVAILABLE error may hide a commit that was
+// applied after all (its answer was lost), which a retry with the same key
+// settles.
 func (s *Counters) Apply(ctx context.Context, id string, ops []IncrementOp) []IncrementResult {
 	results := make([]IncrementResult, len(ops))
-	n, err := s.NumShards(ctx, id)
+	c, err := s.Info(ctx, id)
 	if err != nil {
 		for i := range results {
 			results[i].Err = err
 		}
 		return results
 	}
-	shard := rand.IntN(n)
-	b := batch{s: s, id: id, shard: shard, ops: ops, results: results, replace: map[int]time.Time{}}
-	b.dedupe()
-	// Each retry follows a concurrent change of a key's record; three in a
-	// row means something keeps rewriting it.
-	for range 3 {
-		if len(b.pending) == 0 {
+	p := &incrementCommit{s: s, c: c, shard: rand.IntN(c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
+	p.dedupe()
+	for range maxApplyAttempts {
+		if len(p.pending) == 0 {
+			break
+		}
+		if err := p.prepare(ctx); err != nil {
+			p.fail(err)
+			break
+		}
+		writes := p.writes()
+		if len(writes) == 0 {
+			p.settle(nil) // nothing changes: every op is a no-op without a key
 			break
 		}
 		start := s.now()
-		_, err := s.db.commit(ctx, b.writes()...)
-		s.noteContention(id, s.now().Sub(start), err)
+		resp, err := s.db.commit(ctx, writes...)
+		if p.net != 0 || !c.Unique {
+			s.noteContention(id, s.now().Sub(start), err)
+		}
 		switch code(err) {
 		case codes.OK:
-			for _, i := range b.pending {
-				results[i] = IncrementResult{Delta: ops[i].Delta, Shard: shard}
-			}
-			b.pending = nil
-		case codes.AlreadyExists, codes.FailedPrecondition:
-			if err := b.settleUsedKeys(ctx); err != nil {
-				b.fail(err)
+			p.settle(resp)
+		case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+			// A key's record, or a member, changed since it was read.
+			if err := p.settleUsedKeys(ctx); err != nil {
+				p.fail(err)
 			}
 		default:
-			b.fail(classify(err, "increment "+id))
+			p.fail(classify(err, "increment "+id))
 		}
 	}
-	b.fail(errs.Retryable(nil, retryAfter, "Idempotency-Key is being reused concurrently; retry"))
-	b.resolveDuplicates()
+	p.fail(errs.Retryable(nil, retryAfter, "counter %q: the same Idempotency-Key or member is being changed concurrently; retry", id))
+	p.resolveDuplicates()
 	return results
 }
 
-// batch is the state of one Apply.
-type batch struct {
+// incrementCommit is the state of one Apply: the ops still pending and
+// what the next commit will write for them.
+type incrementCommit struct {
 	s       *Counters
-	id      string
+	c       counter.Counter
 	shard   int
 	ops     []IncrementOp
 	results []IncrementResult
@@ -95,131 +121,92 @@ type batch struct {
 	pending []int
 	dupOf   []int
 	replace map[int]time.Time
+	// members is the membership of the users of a unique counter's pending
+	// ops, as read before the commit.
+	members map[string]member
+	// Set by writes: the shard's change, whether it is written, and each
+	// pending op's outcome if the commit succeeds.
+	net        int64
+	shardWrite bool
+	outcome    map[int]IncrementResult
 }
 
-func (b *batch) dedupe() {
-	first := map[string]int{}
-	b.dupOf = make([]int, len(b.ops))
-	for i, op := range b.ops {
-		b.dupOf[i] = -1
-		if op.Key != "" {
-			h := keyHash(op.User, op.Key)
-			if j, ok := first[h]; ok {
-				b.dupOf[i] = j
-				continue
+func (p *incrementCommit) fail(err error) {
+	for _, i := range p.pending {
+		p.results[i].Err = err
+	}
+	p.pending = nil
+}
+
+// prepare reads what the next commit depends on: the members of a unique
+// counter's pending ops, or a plain counter's value, against which ops
+// that would leave the bound are refused.
+func (p *incrementCommit) prepare(ctx context.Context) error {
+	if p.c.Unique {
+		return p.readMembers(ctx)
+	}
+	return p.checkBound(ctx)
+}
+
+// writes is the commit of the pending ops: the shard's change, then each
+// member document created or deleted, then each key's record.
+func (p *incrementCommit) writes() []*pb.Write {
+	p.outcome = map[int]IncrementResult{}
+	var writes []*pb.Write
+	if p.c.Unique {
+		writes = p.memberWrites()
+	} else {
+		p.net = 0
+		for _, i := range p.pending {
+			p.net += p.ops[i].Delta // within the bound: checkBound
+			p.outcome[i] = IncrementResult{Delta: p.ops[i].Delta, Shard: p.shard}
+		}
+		p.shardWrite = true
+	}
+	if p.shardWrite {
+		// Always all three fields: see Activity.
+		deltas := map[string]int64{fieldCount: p.net, fieldCommits: 1, fieldSlow: 0}
+		if contended, _ := p.s.contended.Get(p.c.ID); contended {
+			deltas[fieldSlow] = 1
+		}
+		writes = append([]*pb.Write{incrementWrite(p.s.shardRef(p.c.ID, p.shard).Path, deltas)}, writes...)
+	}
+	return append(writes, p.keyWrites()...)
+}
+
+// settle records the outcome of a successful commit (resp nil: nothing
+// had to be written). A shard that Firestore's increment left at int64's
+// limit lost part of a delta, written outside the functions: DATA_LOSS,
+// never a success.
+func (p *incrementCommit) settle(resp *pb.CommitResponse) {
+	if p.shardWrite && resp != nil {
+		v, ok := transformResult(resp.GetWriteResults()[0], fieldCount, []string{fieldCommits, fieldCount, fieldSlow})
+		if ok && counter.Saturated(v) {
+			p.fail(errs.New(errs.DataLoss, "shard %d of counter %q reached int64's limit, so part of this increment may be lost: its shards were written outside the functions", p.shard, p.c.ID))
+			return
+		}
+		if ok && !p.c.Unique {
+			p.s.noteKnown(p.c.ID, p.net, v)
+		}
+	}
+	for _, i := range p.pending {
+		p.results[i] = p.outcome[i]
+	}
+	p.pending = nil
+}
+
+// transformResult returns the value a field transform of a write left,
+// from the commit's answer; transforms lists the write's transformed
+// fields in order.
+func transformResult(r *pb.WriteResult, field string, transforms []string) (int64, bool) {
+	for i, f := range transforms {
+		if f == field && i < len(r.GetTransformResults()) {
+			if v, ok := r.GetTransformResults()[i].GetValueType().(*pb.Value_IntegerValue); ok {
+				return v.IntegerValue, true
 			}
-			first[h] = i
-		}
-		b.pending = append(b.pending, i)
-	}
-}
-
-func (b *batch) fail(err error) {
-	for _, i := range b.pending {
-		b.results[i].Err = err
-	}
-	b.pending = nil
-}
-
-// writes is the commit of the pending ops: the shard's increment, then
-// each key's record, created (or replacing an expired one).
-func (b *batch) writes() []*pb.Write {
-	var sum int64
-	for _, i := range b.pending {
-		sum += b.ops[i].Delta
-	}
-	// Always all three fields: see Activity.
-	deltas := map[string]int64{fieldCount: sum, fieldCommits: 1, fieldSlow: 0}
-	if contended, _ := b.s.contended.Get(b.id); contended {
-		deltas[fieldSlow] = 1
-	}
-	writes := []*pb.Write{incrementWrite(b.s.shardRef(b.id, b.shard).Path, deltas)}
-	expire := b.s.now().Add(IdempotencyTTL)
-	for _, i := range b.pending {
-		op := b.ops[i]
-		if op.Key == "" {
-			continue
-		}
-		record := map[string]*pb.Value{fieldDelta: intValue(op.Delta), fieldShard: intValue(int64(b.shard)), fieldExpireAt: timeValue(expire)}
-		name := b.s.keyRef(b.id, op.User, op.Key).Path
-		if at, ok := b.replace[i]; ok {
-			writes = append(writes, replaceWrite(name, record, at))
-		} else {
-			writes = append(writes, createWrite(name, record))
 		}
 	}
-	return writes
-}
-
-// settleUsedKeys reads the records of the pending keys after a commit
-// failed on one of them: a live record answers its op (replay or
-// conflict), an expired one is to be replaced, and the rest stay pending.
-func (b *batch) settleUsedKeys(ctx context.Context) error {
-	var keyed []int
-	var refs []*firestore.DocumentRef
-	for _, i := range b.pending {
-		if op := b.ops[i]; op.Key != "" {
-			keyed = append(keyed, i)
-			refs = append(refs, b.s.keyRef(b.id, op.User, op.Key))
-		}
-	}
-	snaps, err := b.s.db.getAll(ctx, refs)
-	if err != nil {
-		return classify(err, "read idempotency keys of "+b.id)
-	}
-	settled := map[int]bool{}
-	for j, snap := range snaps {
-		i := keyed[j]
-		if !snap.Exists() {
-			delete(b.replace, i) // expired and deleted in between: create it
-			continue
-		}
-		var prev struct {
-			Delta    int64     `firestore:"delta"`
-			Shard    int       `firestore:"shard"`
-			ExpireAt time.Time `firestore:"expire_at"`
-		}
-		if err := snap.DataTo(&prev); err != nil {
-			return fmt.Errorf("firestoredb: decode %s: %w", snap.Ref.Path, err)
-		}
-		if prev.ExpireAt.Before(b.s.now()) {
-			// Firestore's TTL deletes within a day of expiry; until then an
-			// expired key is treated as new, replacing the exact version read.
-			b.replace[i] = snap.UpdateTime
-			continue
-		}
-		settled[i] = true
-		if prev.Delta != b.ops[i].Delta {
-			b.results[i].Err = keyConflict(b.id, prev.Delta)
-		} else {
-			b.results[i] = IncrementResult{Delta: prev.Delta, Shard: prev.Shard, Replayed: true}
-		}
-	}
-	b.pending = slices.DeleteFunc(b.pending, func(i int) bool { return settled[i] })
-	return nil
-}
-
-func keyConflict(id string, delta int64) error {
-	return &errs.Error{Code: errs.AlreadyExists, Field: "idempotency_key",
-		Message: fmt.Sprintf("Idempotency-Key was already used on counter %q with delta %d", id, delta)}
-}
-
-// resolveDuplicates gives each op whose key appeared earlier in the batch
-// the outcome of that earlier op, as a replay.
-func (b *batch) resolveDuplicates() {
-	for i, j := range b.dupOf {
-		if j < 0 {
-			continue
-		}
-		switch first := b.results[j]; {
-		case first.Err != nil:
-			b.results[i].Err = first.Err
-		case first.Delta != b.ops[i].Delta:
-			b.results[i].Err = keyConflict(b.id, first.Delta)
-		default:
-			b.results[i] = IncrementResult{Delta: first.Delta, Shard: first.Shard, Replayed: true}
-		}
-	}
+	return 0, false
 }
 
 // noteContention remembers whether the last commit of counter id was slow
@@ -235,20 +222,4 @@ func (s *Counters) noteContention(id string, took time.Duration, err error) {
 	} else if err == nil {
 		s.contended.Remove(id)
 	}
-}
-
-// keyRef names a key's record by the SHA-256 of its user and key, so any
-// header value makes a valid document id and users cannot share keys.
-func (s *Counters) keyRef(id, user, key string) *firestore.DocumentRef {
-	return s.ref(id).Collection(KeysCollection).Doc(keyHash(user, key))
-}
-
-func keyHash(user, key string) string {
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(user)))
-	h.Write(n[:])
-	h.Write([]byte(user))
-	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil))
 }

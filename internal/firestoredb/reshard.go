@@ -19,7 +19,8 @@ import (
 // before and after. Shrinking records until when shards >= n may still be
 // written (now + mergeFor); the caller then merges them (MergeShards). A
 // counter still merging after a shrink refuses another reshard with
-// FAILED_PRECONDITION.
+// FAILED_PRECONDITION until merge_until; after it, Reshard finishes that
+// merge itself and goes on.
 func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, err error) {
 	for range 5 {
 		c, err := s.Read(ctx, id)
@@ -27,9 +28,17 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 			return counter.Counter{}, counter.Counter{}, err
 		}
 		if c.Reshard.Merging() {
-			return c, c, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: time.Until(c.Reshard.MergeUntil) + time.Second,
-				Message: fmt.Sprintf("num_shards cannot change while counter %q merges the shards of its shrink from %d to %d (until about %s)",
-					id, c.Reshard.From, c.Reshard.To, c.Reshard.MergeUntil.UTC().Format(time.RFC3339))}
+			if wait := c.Reshard.MergeUntil.Sub(s.now()); wait > 0 {
+				return c, c, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: wait + time.Second,
+					Message: fmt.Sprintf("num_shards cannot change while counter %q merges the shards of its shrink from %d to %d (until about %s)",
+						id, c.Reshard.From, c.Reshard.To, c.Reshard.MergeUntil.UTC().Format(time.RFC3339))}
+			}
+			// No instance can write to the old shards any more: the last
+			// merge, then the new shard count (which records it merged).
+			if _, err := s.MergeShards(ctx, id, c.Reshard.To, c.Reshard.From); err != nil {
+				return c, c, err
+			}
+			c.Reshard.MergedAt = s.now()
 		}
 		if c.NumShards == n {
 			return c, c, nil
@@ -48,7 +57,7 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 		switch code(err) {
 		case codes.OK:
 			next.Version = resp.GetWriteResults()[0].GetUpdateTime().AsTime()
-			s.remember(id, n, now)
+			s.remember(next, now)
 			return c, next, nil
 		case codes.FailedPrecondition:
 			continue // a roll-up wrote in between: read again
@@ -88,33 +97,67 @@ func (s *Counters) MergeShards(ctx context.Context, id string, to, from int) (in
 	return merged, nil
 }
 
+// shardDoc is a shard's stored form.
+type shardDoc struct {
+	Count   int64 `firestore:"count"`
+	Commits int64 `firestore:"commits"`
+	Slow    int64 `firestore:"slow"`
+}
+
+// mergeRange merges shards lo..hi-1 into their targets in one commit. The
+// sums are checked: a merge that would pass int64 (shards written outside
+// the functions) is DATA_LOSS and changes nothing, where Firestore's
+// increment would saturate silently.
 func (s *Counters) mergeRange(ctx context.Context, id string, to, lo, hi int) (int, error) {
-	refs := make([]*firestore.DocumentRef, 0, hi-lo)
+	refs := make([]*firestore.DocumentRef, 0, hi-lo+to)
 	for k := lo; k < hi; k++ {
 		refs = append(refs, s.shardRef(id, k))
+	}
+	targetAt := map[int]int{} // target shard -> its index in refs
+	for k := lo; k < hi; k++ {
+		if t := counter.MergeTarget(k, to); targetAt[t] == 0 {
+			targetAt[t] = len(refs)
+			refs = append(refs, s.shardRef(id, t))
+		}
 	}
 	snaps, err := s.db.getAll(ctx, refs)
 	if err != nil {
 		return 0, err
 	}
+	decode := func(snap *firestore.DocumentSnapshot) (shardDoc, error) {
+		var d shardDoc
+		if !snap.Exists() {
+			return d, nil
+		}
+		if err := snap.DataTo(&d); err != nil {
+			return d, errs.Wrap(errs.DataLoss, err, "%s is malformed", snap.Ref.Path)
+		}
+		return d, nil
+	}
 	var writes []*pb.Write
 	targets := map[int]map[string]int64{}
-	for i, snap := range snaps {
+	values := map[int]int64{} // each target's count after the merge
+	for i, snap := range snaps[:hi-lo] {
 		if !snap.Exists() {
 			continue
 		}
-		var shard struct {
-			Count   int64 `firestore:"count"`
-			Commits int64 `firestore:"commits"`
-			Slow    int64 `firestore:"slow"`
-		}
-		if err := snap.DataTo(&shard); err != nil {
-			return 0, fmt.Errorf("decode %s: %w", snap.Ref.Path, err)
+		shard, err := decode(snap)
+		if err != nil {
+			return 0, err
 		}
 		t := counter.MergeTarget(lo+i, to)
 		if targets[t] == nil {
-			targets[t] = map[string]int64{}
+			target, err := decode(snaps[targetAt[t]])
+			if err != nil {
+				return 0, err
+			}
+			targets[t], values[t] = map[string]int64{}, target.Count
 		}
+		v, ok := counter.Add(values[t], shard.Count)
+		if !ok {
+			return 0, errs.New(errs.DataLoss, "merging shard %d of counter %q into shard %d would pass int64: its shards were written outside the functions", lo+i, id, t)
+		}
+		values[t] = v
 		targets[t][fieldCount] += shard.Count
 		targets[t][fieldCommits] += shard.Commits
 		targets[t][fieldSlow] += shard.Slow

@@ -10,22 +10,30 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// CounterIDs lists up to limit counter ids after the given one, in id
-// order.
-func (s *Counters) CounterIDs(ctx context.Context, after string, limit int) ([]string, error) {
+// SweepEntry is a counter the reconcile sweep visits.
+type SweepEntry struct {
+	ID string
+	// Deleted counters are purged, not reconciled.
+	Deleted bool
+}
+
+// SweepPage lists up to limit counters after the id after, in id order,
+// deleted ones included.
+func (s *Counters) SweepPage(ctx context.Context, after string, limit int) ([]SweepEntry, error) {
 	q := s.db.client.Collection(CountersCollection).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	if after != "" {
 		q = q.StartAfter(after)
 	}
-	docs, err := s.db.queryAll(ctx, q.Select())
+	docs, err := s.db.queryAll(ctx, q.Select(fieldDeletedAt))
 	if err != nil {
 		return nil, classify(err, "list counters")
 	}
-	ids := make([]string, len(docs))
+	out := make([]SweepEntry, len(docs))
 	for i, d := range docs {
-		ids[i] = d.Ref.ID
+		_, deleted := d.Data()[fieldDeletedAt]
+		out[i] = SweepEntry{ID: d.Ref.ID, Deleted: deleted}
 	}
-	return ids, nil
+	return out, nil
 }
 
 // ReconcileCursor is where the resumable reconcile sweep stands.

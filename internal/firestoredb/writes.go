@@ -77,3 +77,7 @@ func timeValue(t time.Time) *pb.Value {
 func mapValue(fields map[string]*pb.Value) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: fields}}}
 }
+
+func boolValue(v bool) *pb.Value {
+	return &pb.Value{ValueType: &pb.Value_BooleanValue{BooleanValue: v}}
+}

@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -43,11 +44,20 @@ import (
 // Request is one decoded request as a handler sees it.
 type Request struct {
 	Function string
-	User     string // Firebase uid; empty when authentication is off
+	// User is the caller's Firebase uid; empty when no token was sent
+	// (possible with AUTH=off only).
+	User string
 	// Anonymous is true for users of Firebase anonymous sign-in.
 	Anonymous bool
-	Callable  bool
-	HTTP      *http.Request
+	// Admin is true for a token with the custom claim admin: true, and for
+	// every caller with AUTH=off.
+	Admin bool
+	// ClientAddr is the caller's network address, for budgets: the last
+	// X-Forwarded-For hop when deployed (the one Google's front end
+	// writes), the peer's address otherwise.
+	ClientAddr string
+	Callable   bool
+	HTTP       *http.Request
 
 	header http.Header // of the response
 	input  []byte      // a JSON object: the plain body or the callable data
@@ -92,10 +102,11 @@ type Endpoint struct {
 type Caller struct {
 	UID       string
 	Anonymous bool // signed in with Firebase anonymous sign-in
+	Admin     bool // the token carries the custom claim admin: true
 }
 
-// Authenticator returns the request's caller or an UNAUTHENTICATED error;
-// it is nil when authentication is off.
+// Authenticator returns the caller of a request that carries an
+// Authorization header, or an UNAUTHENTICATED error.
 type Authenticator func(ctx context.Context, r *http.Request) (Caller, error)
 
 // Edge holds what every endpoint shares.
@@ -104,10 +115,17 @@ type Edge struct {
 	ProjectID string // for trace ids in logs
 	// Origins are the CORS origins allowed; "*" allows any.
 	Origins []string
-	// Authenticate returns the caller's uid, or nil when authentication is
-	// off. It is looked up per request, so it may be built lazily.
+	// Authenticate returns the token checker of public endpoints. It is
+	// looked up per request, so it may be built lazily; nil: none.
 	Authenticate func() (Authenticator, error)
-	// Deadline bounds a handler's work (its Firestore calls).
+	// AuthRequired makes a public endpoint refuse a request without a
+	// token. Otherwise (AUTH=off) a token that is sent is still checked
+	// and names the caller, and every caller is an admin.
+	AuthRequired bool
+	// Deployed takes the client's address from X-Forwarded-For.
+	Deployed bool
+	// Deadline bounds a handler's work (its Firestore calls), and the
+	// check of its caller's token.
 	Deadline time.Duration
 }
 
@@ -202,27 +220,20 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	if req.Callable {
 		fail = writeCallableError
 	}
-	if ep.Public && e.Authenticate != nil {
-		authenticate, err := e.Authenticate()
-		if err != nil {
-			return fail(w, err)
-		}
-		if authenticate != nil {
-			caller, err := authenticate(r.Context(), r)
-			if err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
-				return fail(w, err)
-			}
-			req.User, req.Anonymous = caller.UID, caller.Anonymous
-			logging.Annotate(r.Context(), "user", caller.UID)
-		}
-	}
-
 	ctx := r.Context()
 	if d := cmp.Or(ep.Deadline, e.Deadline); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
+	}
+	req.ClientAddr = clientAddr(r, e.Deployed)
+	if ep.Public {
+		if err := e.identify(ctx, req); err != nil {
+			if errs.Is(err, errs.Unauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
+			}
+			return fail(w, err)
+		}
 	}
 	status, body, err := handle(ctx, ep, req)
 	switch {
@@ -232,6 +243,69 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		return writeCallableResult(w, body)
 	}
 	return WriteJSON(w, status, body)
+}
+
+// identify sets the request's caller from its token, within ctx's
+// deadline: a token check that would outlast it (a stalled fetch of
+// Google's public keys, which holds a lock every check needs) answers 503
+// instead, and leaves the check to finish on its own.
+func (e *Edge) identify(ctx context.Context, req *Request) error {
+	if !e.AuthRequired && req.HTTP.Header.Get("Authorization") == "" {
+		req.Admin = true // AUTH=off: anyone may do anything
+		return nil
+	}
+	var authenticate Authenticator
+	if e.Authenticate != nil {
+		a, err := e.Authenticate()
+		if err != nil {
+			return err
+		}
+		authenticate = a
+	}
+	if authenticate == nil {
+		return errs.New(errs.Unauthenticated, "this function checks no tokens (its authentication is not set up)")
+	}
+	type checked struct {
+		caller Caller
+		err    error
+	}
+	done := make(chan checked, 1)
+	go func() {
+		c, err := authenticate(ctx, req.HTTP)
+		done <- checked{c, err}
+	}()
+	var c checked
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		return errs.Retryable(ctx.Err(), time.Second, "cannot check ID tokens right now; retry shortly")
+	}
+	if c.err != nil {
+		return c.err
+	}
+	req.User, req.Anonymous, req.Admin = c.caller.UID, c.caller.Anonymous, c.caller.Admin || !e.AuthRequired
+	logging.Annotate(ctx, "user", c.caller.UID)
+	return nil
+}
+
+// clientAddr is the address budgets count a request under: the last
+// X-Forwarded-For hop when deployed (Cloud Run sets the header to the
+// connecting client's address; a proxy in front would append to it, so
+// the last hop is never one the client wrote), the peer otherwise.
+func clientAddr(r *http.Request, deployed bool) string {
+	if deployed {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			hops := strings.Split(xff[len(xff)-1], ",")
+			if last := strings.TrimSpace(hops[len(hops)-1]); last != "" {
+				return last
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // handle runs ep's handler. A panic, a bug, becomes an unclassified error:
@@ -270,7 +344,7 @@ func (e *Edge) readBody(w http.ResponseWriter, r *http.Request, ep Endpoint, req
 		return errs.Wrap(errs.InvalidArgument, err, "request body could not be read")
 	}
 	if data, ok := callableData(body); ok && ep.Public {
-		req.Callable, req.input = true, data
+		req.Callable, req.input = true, unwrapIntegers(data)
 		return nil
 	}
 	if ep.Method != http.MethodPost {

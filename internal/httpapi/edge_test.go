@@ -158,7 +158,8 @@ func TestCallable(t *testing.T) {
 // the Firebase SDKs know (an unknown one reaches apps as "internal").
 func TestCallableStatusNamesAreTheSDKs(t *testing.T) {
 	known := map[string]int{"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403,
-		"NOT_FOUND": 404, "ALREADY_EXISTS": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503}
+		"NOT_FOUND": 404, "ALREADY_EXISTS": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503,
+		"OUT_OF_RANGE": 400, "DATA_LOSS": 500}
 	for code, w := range wireOf {
 		if status, ok := known[w.callableStatus]; !ok || status != w.callableHTTP {
 			t.Errorf("%s: callable %s %d", code, w.callableStatus, w.callableHTTP)
@@ -200,7 +201,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
-	e := &Edge{Logger: quietLogger(), Authenticate: func() (Authenticator, error) {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: func() (Authenticator, error) {
 		return func(_ context.Context, r *http.Request) (Caller, error) {
 			if r.Header.Get("Authorization") != "Bearer good" {
 				return Caller{}, errs.New(errs.Unauthenticated, "bad token")
@@ -222,6 +223,66 @@ func TestAuthentication(t *testing.T) {
 	e.Authenticate = func() (Authenticator, error) { return nil, errs.Retryable(nil, time.Second, "cannot check tokens") }
 	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 503 || r.header.Get("Retry-After") != "1" {
 		t.Errorf("authenticator unavailable: %d %s", r.status, r.body)
+	}
+}
+
+// TestAuthOffChecksTokensThatAreSent: with AUTH=off every caller is an
+// admin, and a token that is sent still names the caller (unique counters
+// need to know who it is), or is refused.
+func TestAuthOffChecksTokensThatAreSent(t *testing.T) {
+	e := &Edge{Logger: quietLogger(), Authenticate: func() (Authenticator, error) {
+		return func(_ context.Context, r *http.Request) (Caller, error) {
+			if r.Header.Get("Authorization") != "Bearer good" {
+				return Caller{}, errs.New(errs.Unauthenticated, "bad token")
+			}
+			return Caller{UID: "uid-1"}, nil
+		}, nil
+	}}
+	var got *Request
+	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: func(_ context.Context, r *Request) (int, any, error) {
+		got = r
+		return 200, map[string]string{}, nil
+	}})
+	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 200 || got.User != "" || !got.Admin {
+		t.Errorf("no token: %d, user %q admin %v", r.status, got.User, got.Admin)
+	}
+	if r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", "Bearer good"); r.status != 200 || got.User != "uid-1" || !got.Admin {
+		t.Errorf("a good token: %d, user %q admin %v", r.status, got.User, got.Admin)
+	}
+	if r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", "Bearer bad"); r.status != 401 {
+		t.Errorf("a bad token: %d %s", r.status, r.body)
+	}
+}
+
+// TestStalledTokenCheckIsA503: a token check that hangs (a stalled fetch of
+// Google's public keys) is bounded by the request's deadline and answers
+// 503 with Retry-After, instead of holding the request.
+func TestStalledTokenCheckIsA503(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, Deadline: 50 * time.Millisecond, Authenticate: func() (Authenticator, error) {
+		return func(context.Context, *http.Request) (Caller, error) {
+			<-release // ignores its context, as a lock held by a stalled fetch does
+			return Caller{UID: "late"}, nil
+		}, nil
+	}}
+	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: echo})
+	start := time.Now()
+	r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", "Bearer any")
+	if r.status != 503 || r.header.Get("Retry-After") == "" || time.Since(start) > 2*time.Second {
+		t.Errorf("stalled token check: %d %s after %s", r.status, r.body, time.Since(start))
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	req := httptest.NewRequest("GET", "/", nil)
+	req.RemoteAddr = "10.0.0.7:5555"
+	req.Header.Add("X-Forwarded-For", "6.6.6.6, 1.2.3.4")
+	if got := clientAddr(req, false); got != "10.0.0.7" {
+		t.Errorf("locally: %q, want the peer", got)
+	}
+	if got := clientAddr(req, true); got != "1.2.3.4" {
+		t.Errorf("deployed: %q, want the last hop (the first one is the client's to write)", got)
 	}
 }
 

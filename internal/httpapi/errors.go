@@ -110,11 +110,17 @@ func WriteError(w http.ResponseWriter, err error) (int, error) {
 	return status, err
 }
 
-// writeCallableResult answers a callable request: {"result": body}.
+// writeCallableResult answers a callable request: {"result": body}, its
+// integers past 2^53 wrapped the way the SDKs decode them.
 func writeCallableResult(w http.ResponseWriter, body any) (int, error) {
-	return WriteJSON(w, http.StatusOK, struct {
+	b, err := encode(struct {
 		Result any `json:"result"`
 	}{body})
+	if err != nil {
+		return writeCallableError(w, fmt.Errorf("encode response: %w", err))
+	}
+	writeBytes(w, http.StatusOK, wrapIntegers(b))
+	return http.StatusOK, nil
 }
 
 // writeCallableError answers a callable request with the protocol's error.

@@ -140,7 +140,7 @@ func checkDepth(body []byte, max int) error {
 
 // UnmarshalQuery sets dst's fields from a query string, by their json
 // tags (case-sensitive): the same struct a callable request's data decodes
-// into. Fields may be string, int or int64, or pointers to them. An
+// into. Fields may be string, int, int64 or bool, or pointers to them. An
 // unknown or repeated parameter, or a value of the wrong type, is an
 // INVALID_ARGUMENT error naming it.
 func UnmarshalQuery(q url.Values, dst any) error {
@@ -173,6 +173,15 @@ func UnmarshalQuery(q url.Values, dst any) error {
 				return errs.Invalid(name, "must be an integer")
 			}
 			f.SetInt(n)
+		case reflect.Bool:
+			switch vals[0] {
+			case "true":
+				f.SetBool(true)
+			case "false":
+				f.SetBool(false)
+			default:
+				return errs.Invalid(name, "must be true or false")
+			}
 		default:
 			return fmt.Errorf("httpapi: query parameter %s of unsupported type %s", name, f.Type())
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/rfc3339"
 )
 
 // Limits of the HTTP contract.
@@ -90,9 +91,9 @@ func (in Input) Validate(i int) (Instrument, error) {
 	if in.Timestamp == nil {
 		return Instrument{}, errs.Invalid(at("timestamp"), "is required")
 	}
-	t, err := time.Parse(time.RFC3339Nano, *in.Timestamp)
+	t, err := rfc3339.Parse(at("timestamp"), *in.Timestamp)
 	if err != nil {
-		return Instrument{}, errs.Invalid(at("timestamp"), "must be an RFC 3339 time such as \"2019-01-01T13:45:23.010Z\"")
+		return Instrument{}, err
 	}
 	// Firestore stores UTC, so the range is checked after conversion: an
 	// offset can move a time in year 1 or 9999 out of it.

@@ -18,10 +18,10 @@ func ExampleParse() {
 func ExampleLimiter_Take() {
 	l := ratelimit.New(map[ratelimit.Budget]ratelimit.Limit{ratelimit.Increment: {Rate: 1, Burst: 2}})
 	for i := range 3 {
-		ok, _ := l.Take("alice", ratelimit.Increment, 1)
+		ok, _ := l.Take(ratelimit.Increment, 1, "alice")
 		fmt.Println("alice", i, ok)
 	}
-	ok, _ := l.Take("bob", ratelimit.Increment, 1)
+	ok, _ := l.Take(ratelimit.Increment, 1, "bob")
 	fmt.Println("bob", ok)
 	// Output:
 	// alice 0 true

@@ -1,6 +1,8 @@
-// Package ratelimit holds per-user budgets: one token bucket
-// (golang.org/x/time/rate) per user and budget, kept in a bounded LRU so a
-// flood of distinct users cannot grow memory without bound.
+// Package ratelimit holds budgets: one token bucket (golang.org/x/time/rate)
+// per key (a user, a client address) and budget, kept in a bounded LRU so a
+// flood of distinct keys cannot grow memory without bound. A request
+// spends from several keys at once, all or nothing, so a fresh anonymous
+// uid from the same address brings no fresh budget.
 //
 // Buckets live in the memory of one function instance: with N instances a
 // user can get up to N times the rate. That bounds abuse at no cost per
@@ -28,6 +30,11 @@ const (
 	Record    Budget = "record"    // each instrument written
 	Query     Budget = "query"     // queryInstruments
 	Reshard   Budget = "reshard"   // reshardCounter
+	Delete    Budget = "delete"    // deleteCounter
+	Reset     Budget = "reset"     // resetCounter
+	List      Budget = "list"      // listCounters
+	History   Budget = "history"   // getCounter?history=… (a read per bucket that exists)
+	Top       Budget = "top"       // topCounters
 )
 
 // Limit is a sustained rate per second and a burst; Rate 0 is unlimited.
@@ -48,10 +55,15 @@ var Defaults = map[Budget]Limit{
 	Record:    {Rate: 100, Burst: 500},
 	Query:     {Rate: 10, Burst: 30},
 	Reshard:   {Rate: 0.1, Burst: 3},
+	Delete:    {Rate: 0.1, Burst: 5},
+	Reset:     {Rate: 0.1, Burst: 5},
+	List:      {Rate: 2, Burst: 10},
+	History:   {Rate: 2, Burst: 10},
+	Top:       {Rate: 2, Burst: 10},
 }
 
 // Budgets lists the budgets in a stable order, for documentation.
-var Budgets = []Budget{Create, Increment, Strong, Record, Query, Reshard}
+var Budgets = []Budget{Create, Increment, Strong, Record, Query, Reshard, Delete, Reset, List, History, Top}
 
 // Parse reads "budget=rate:burst,…" over the defaults, e.g.
 // "increment=50:100,create=0:1" (rate 0: unlimited).
@@ -107,35 +119,55 @@ func New(limits map[Budget]Limit) *Limiter {
 	return &Limiter{limits: limits, now: time.Now, users: users}
 }
 
-// Take takes n tokens of budget b for user, all or nothing. When they are
-// not there it returns false and how long until they will be. A nil
-// Limiter, an empty user (authentication off) and an unlimited budget
-// always allow.
-func (l *Limiter) Take(user string, b Budget, n int) (bool, time.Duration) {
-	lim := l.bucket(user, b)
-	if lim == nil {
+// Take takes n tokens of budget b from the bucket of each key (a user's
+// and an address's, say), all or nothing. When they are not all there it
+// returns false and how long until they will be. A nil Limiter, an empty
+// key and an unlimited budget always allow.
+func (l *Limiter) Take(b Budget, n int, keys ...string) (bool, time.Duration) {
+	if l == nil {
 		return true, 0
 	}
 	now := l.now()
-	if n > lim.Burst() {
-		return false, time.Duration(float64(n) / float64(lim.Limit()) * float64(time.Second))
+	var taken []*rate.Reservation
+	var wait time.Duration
+	for _, key := range keys {
+		lim := l.bucket(key, b)
+		if lim == nil {
+			continue
+		}
+		if n > lim.Burst() {
+			wait = max(wait, time.Duration(float64(n)/float64(lim.Limit())*float64(time.Second)))
+			continue
+		}
+		r := lim.ReserveN(now, n)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			wait = max(wait, d)
+			continue
+		}
+		taken = append(taken, r)
 	}
-	r := lim.ReserveN(now, n)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
+	if wait > 0 {
+		for _, r := range taken {
+			r.CancelAt(now)
+		}
+		return false, wait
 	}
 	return true, 0
 }
 
-// Available returns how many tokens of budget b user could take now, up to
-// max (max when unlimited).
-func (l *Limiter) Available(user string, b Budget, max int) int {
-	lim := l.bucket(user, b)
-	if lim == nil {
+// Available returns how many tokens of budget b every key's bucket could
+// give now, up to max (max when unlimited).
+func (l *Limiter) Available(b Budget, max int, keys ...string) int {
+	if l == nil {
 		return max
 	}
-	return min(max, int(lim.TokensAt(l.now())))
+	for _, key := range keys {
+		if lim := l.bucket(key, b); lim != nil {
+			max = min(max, int(lim.TokensAt(l.now())))
+		}
+	}
+	return max
 }
 
 func (l *Limiter) bucket(user string, b Budget) *rate.Limiter {

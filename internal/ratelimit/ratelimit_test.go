@@ -14,19 +14,19 @@ func TestTakeRefillsAtTheRate(t *testing.T) {
 	l := New(map[Budget]Limit{Increment: {Rate: 2, Burst: 3}})
 	fixedClock(l, &now)
 	for i := range 3 {
-		if ok, _ := l.Take("u", Increment, 1); !ok {
+		if ok, _ := l.Take(Increment, 1, "u"); !ok {
 			t.Fatalf("token %d of the burst refused", i)
 		}
 	}
-	ok, wait := l.Take("u", Increment, 1)
+	ok, wait := l.Take(Increment, 1, "u")
 	if ok || wait != 500*time.Millisecond {
 		t.Fatalf("4th token: ok=%v wait=%s, want refused with 500ms", ok, wait)
 	}
-	if ok, _ := l.Take("v", Increment, 1); !ok {
+	if ok, _ := l.Take(Increment, 1, "v"); !ok {
 		t.Error("another user shares the bucket")
 	}
 	now = now.Add(500 * time.Millisecond)
-	if ok, _ := l.Take("u", Increment, 1); !ok {
+	if ok, _ := l.Take(Increment, 1, "u"); !ok {
 		t.Error("no token after the refill time")
 	}
 }
@@ -35,26 +35,26 @@ func TestTakeIsAllOrNothing(t *testing.T) {
 	now := time.Unix(1000, 0)
 	l := New(map[Budget]Limit{Record: {Rate: 10, Burst: 5}})
 	fixedClock(l, &now)
-	if ok, _ := l.Take("u", Record, 4); !ok {
+	if ok, _ := l.Take(Record, 4, "u"); !ok {
 		t.Fatal("4 of 5 refused")
 	}
-	if ok, wait := l.Take("u", Record, 3); ok || wait != 200*time.Millisecond {
+	if ok, wait := l.Take(Record, 3, "u"); ok || wait != 200*time.Millisecond {
 		t.Fatalf("3 with 1 left: ok=%v wait=%s", ok, wait)
 	}
-	if got := l.Available("u", Record, 100); got != 1 {
+	if got := l.Available(Record, 100, "u"); got != 1 {
 		t.Errorf("a refused take consumed tokens: %d left, want 1", got)
 	}
-	if ok, _ := l.Take("u", Record, 6); ok {
+	if ok, _ := l.Take(Record, 6, "u"); ok {
 		t.Error("more than the burst was allowed")
 	}
 }
 
 func TestBudgetsAreSeparate(t *testing.T) {
 	l := New(map[Budget]Limit{Create: {Rate: 1, Burst: 1}, Strong: {Rate: 1, Burst: 1}})
-	if ok, _ := l.Take("u", Create, 1); !ok {
+	if ok, _ := l.Take(Create, 1, "u"); !ok {
 		t.Fatal("create refused")
 	}
-	if ok, _ := l.Take("u", Strong, 1); !ok {
+	if ok, _ := l.Take(Strong, 1, "u"); !ok {
 		t.Error("the strong-read budget was spent by a create")
 	}
 }
@@ -63,13 +63,13 @@ func TestUnlimited(t *testing.T) {
 	var nilLimiter *Limiter
 	l := New(map[Budget]Limit{Increment: {Rate: 0, Burst: 1}})
 	for range 1000 {
-		if ok, _ := l.Take("u", Increment, 1); !ok {
+		if ok, _ := l.Take(Increment, 1, "u"); !ok {
 			t.Fatal("rate 0 limited")
 		}
-		if ok, _ := l.Take("", Query, 1); !ok {
+		if ok, _ := l.Take(Query, 1, ""); !ok {
 			t.Fatal("an anonymous caller (AUTH=off) was limited")
 		}
-		if ok, _ := nilLimiter.Take("u", Increment, 1); !ok {
+		if ok, _ := nilLimiter.Take(Increment, 1, "u"); !ok {
 			t.Fatal("a nil limiter limited")
 		}
 	}
@@ -81,7 +81,7 @@ func TestMemoryIsBounded(t *testing.T) {
 	l := New(Defaults)
 	start := time.Now()
 	for i := range MaxUsers + 5000 {
-		l.Take(fmt.Sprint("user-", i), Increment, 1)
+		l.Take(Increment, 1, fmt.Sprint("user-", i))
 	}
 	if n := l.users.Len(); n != MaxUsers {
 		t.Errorf("%d users remembered, want %d", n, MaxUsers)
@@ -107,5 +107,29 @@ func TestParse(t *testing.T) {
 		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "budget") && !strings.Contains(err.Error(), "rate") {
 			t.Errorf("Parse(%q) err = %v", bad, err)
 		}
+	}
+}
+
+// TestEveryKeyMustHaveTheTokens: a user's budget and its address's are
+// both spent, all or nothing, so new uids from one address get no new
+// budget.
+func TestEveryKeyMustHaveTheTokens(t *testing.T) {
+	l := New(map[Budget]Limit{Increment: {Rate: 1, Burst: 2}})
+	now := time.Unix(0, 0)
+	l.now = func() time.Time { return now }
+	for _, user := range []string{"u:a", "u:b"} {
+		if ok, _ := l.Take(Increment, 1, user, "a:1.2.3.4"); !ok {
+			t.Fatalf("%s: refused while the address has budget", user)
+		}
+	}
+	if ok, wait := l.Take(Increment, 1, "u:c", "a:1.2.3.4"); ok || wait <= 0 {
+		t.Fatalf("a third new user from the same address: %v %v, want refused", ok, wait)
+	}
+	// The refusal took nothing from the new user's bucket.
+	if got := l.Available(Increment, 10, "u:c"); got != 2 {
+		t.Fatalf("u:c has %d tokens after a refusal, want 2", got)
+	}
+	if ok, _ := l.Take(Increment, 1, "u:c", "a:5.6.7.8"); !ok {
+		t.Fatal("u:c from another address: refused")
 	}
 }

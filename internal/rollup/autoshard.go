@@ -41,6 +41,8 @@ func (a AutoSharding) decide(c, next counter.Counter) (int, string) {
 		return n, ""
 	case !c.Reshard.At.IsZero() && next.AsOf.Sub(c.Reshard.At) < a.Interval:
 		return n, ""
+	case c.ActivityAsOf.IsZero():
+		return n, "" // the first roll-up that sums the activity only records a baseline
 	}
 	perShard := next.WriteRate / float64(n)
 	if perShard > a.Target {

@@ -67,10 +67,11 @@ type Store interface {
 	// Activity sums the shards' commits, and those that followed a slow
 	// one (automatic sharding reads it).
 	Activity(ctx context.Context, id string) (commits, slow int64, err error)
-	// WriteRollup stores c's roll-up if the document is still at
-	// c.Version and returns the new version; ok is false if it changed.
-	// With reshard, c.NumShards and c.Reshard are written too.
-	WriteRollup(ctx context.Context, c counter.Counter, reshard bool) (newVersion time.Time, ok bool, err error)
+	// MemberCount counts a unique counter's members at a read time.
+	MemberCount(ctx context.Context, id string, at time.Time) (int64, error)
+	// WriteRollup writes r if the document is still at r.Next.Version and
+	// returns the new version; ok is false if it changed.
+	WriteRollup(ctx context.Context, r counter.Rollup) (newVersion time.Time, ok bool, err error)
 	// ClaimSlot records holder as the holder of the slot due at due unless
 	// one is recorded, and returns the slot's holder.
 	ClaimSlot(ctx context.Context, id string, due time.Time, holder string) (string, error)
@@ -259,13 +260,11 @@ func (r *Roller) ensure(ctx context.Context, id string, due time.Time) error {
 			}
 			continue
 		}
-		next, grew := r.next(ctx, c, sums, readTime)
-		_, ok, err := r.store.WriteRollup(ctx, next, grew || merged)
+		ok, err := r.write(ctx, c, sums, readTime, merged, 0)
 		if err != nil {
 			return err
 		}
 		if ok {
-			r.learn(id, knowledge{asOf: readTime})
 			log.Debug("rolled up", "count", sums.Count, "as_of", readTime, "previous_count", c.Count)
 			if !readTime.Before(due) {
 				return nil // the invariant: the roll-up just written is as of due or later
@@ -289,12 +288,30 @@ func laterOf(a, b time.Time) time.Time {
 	return b
 }
 
+// write is the one write path of the roll-up and of Reconcile: the
+// roll-up of c from the sums read at readTime, its change since c's for
+// the time windows, a finished merge, and correct added to a shard (a
+// unique counter's audit), in one commit. It reports whether the document
+// was still c.
+func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct int64) (bool, error) {
+	next, grew := r.next(ctx, c, sums, readTime)
+	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: next.Count - c.Count, Reshard: grew || merged, Correct: correct})
+	if ok {
+		r.learn(c.ID, knowledge{asOf: readTime})
+	}
+	return ok, err
+}
+
 // next is the roll-up of c from sums read at readTime: the total, the
 // write-rate estimate and, with automatic sharding, maybe more shards.
 func (r *Roller) next(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time) (counter.Counter, bool) {
 	next := c
 	next.Count, next.Sums, next.AsOf = sums.Count, sums, readTime
-	next.WriteRate = writeRate(c, sums, readTime)
+	next.WriteRate, next.ActivityAsOf = 0, time.Time{}
+	if !r.auto.Enabled {
+		return next, false
+	}
+	next.WriteRate, next.ActivityAsOf = writeRate(c, sums, readTime), readTime
 	n, reason := r.auto.decide(c, next)
 	if n == c.NumShards {
 		return next, false
@@ -323,10 +340,12 @@ func (r *Roller) sum(ctx context.Context, id string) (counter.Sums, time.Time, e
 const rateHalfLife = 10 * time.Second
 
 // writeRate updates the estimate of shard commits per second with the
-// commits since the last roll-up (an exponential moving average over time).
+// commits since the last roll-up that summed them (an exponential moving
+// average over time). Without one (automatic sharding was off, or is new)
+// there is no baseline: the rate stays, and this roll-up records one.
 func writeRate(prev counter.Counter, sums counter.Sums, readTime time.Time) float64 {
-	dt := readTime.Sub(prev.AsOf)
-	if dt <= 0 || prev.AsOf.IsZero() {
+	dt := readTime.Sub(prev.ActivityAsOf)
+	if dt <= 0 || prev.ActivityAsOf.IsZero() {
 		return prev.WriteRate
 	}
 	now := float64(sums.Commits-prev.Sums.Commits) / dt.Seconds()
@@ -361,40 +380,64 @@ func (r *Roller) learn(id string, k knowledge) {
 	r.known.Add(id, old)
 }
 
+// Outcome is what Reconcile did to one counter.
+type Outcome struct {
+	// Corrected is true when the stored total was stale.
+	Corrected bool
+	// Drift, on a unique counter, is its member count minus the sum of
+	// its shards before the audit corrected the shards (0: they agreed).
+	Drift int64
+}
+
 // Reconcile recomputes a counter's total and writes it if the stored one
 // differs, whatever the cadence: it heals a roll-up whose last event was
-// lost, and finishes a shrink's merge on a counter nobody writes to. It
-// reports whether the document was corrected.
-func (r *Roller) Reconcile(ctx context.Context, id string) (bool, error) {
+// lost, and finishes a shrink's merge on a counter nobody writes to. On a
+// unique counter it also audits the shards against the members, counted
+// at the same read time: the member count is the truth, and a difference
+// is corrected on the shards in the same commit, and logged.
+func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
+	log := logging.FromContext(ctx)
 	for range 3 {
 		c, err := r.store.Read(ctx, id)
 		if err != nil {
-			return false, err
+			return Outcome{}, err
 		}
 		merged, err := r.finishMerge(ctx, &c)
 		if err != nil {
-			return false, err
+			return Outcome{}, err
 		}
 		sums, readTime, err := r.sum(ctx, id)
 		if err != nil {
-			return false, err
+			return Outcome{}, err
 		}
-		if sums.Count == c.Count && !merged {
-			return false, nil
+		var drift int64
+		if c.Unique {
+			members, err := r.store.MemberCount(ctx, id, readTime)
+			if err != nil {
+				return Outcome{}, err
+			}
+			drift = members - sums.Count
+			sums.Count = members
 		}
-		next := c
-		next.Count, next.Sums, next.AsOf = sums.Count, sums, readTime
-		_, ok, err := r.store.WriteRollup(ctx, next, merged)
+		if sums.Count == c.Count && !merged && drift == 0 {
+			return Outcome{}, nil
+		}
+		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
 		if err != nil {
-			return false, err
+			return Outcome{}, err
 		}
 		if ok {
-			r.learn(id, knowledge{asOf: readTime})
-			logging.FromContext(ctx).Warn("reconciled a stale roll-up", "count", sums.Count,
-				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
-			return sums.Count != c.Count, nil
+			if drift != 0 {
+				log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
+					"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
+			}
+			if sums.Count != c.Count {
+				log.Warn("reconciled a stale roll-up", "count", sums.Count,
+					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
+			}
+			return Outcome{Corrected: sums.Count != c.Count, Drift: drift}, nil
 		}
 	}
-	return false, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
+	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
 		"counter %q keeps changing; retry", id)
 }

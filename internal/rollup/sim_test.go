@@ -16,6 +16,7 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // The simulation runs Rollers against an in-memory Firestore on a virtual
@@ -38,7 +39,9 @@ var (
 
 const simCadence = time.Second
 
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// epoch is 4 s before a minute ends, so most schedules cross into the
+// next minute's window.
+var epoch = time.Date(2026, 1, 1, 0, 0, 56, 0, time.UTC)
 
 // simConfig shapes one random schedule.
 type simConfig struct {
@@ -213,6 +216,8 @@ type world struct {
 	quietAt  time.Time // no faults, cancellations or new work after this
 	deadline time.Time // the schedule must be over by then
 
+	buckets   map[time.Time]int64 // minute buckets, by start
+
 	// Liveness bookkeeping.
 	lastWrite         time.Time
 	lastWriteNotified bool      // a delivery of the last write's event started
@@ -262,7 +267,7 @@ const (
 func newWorld(rng *rand.Rand, cfg simConfig) *world {
 	w := &world{
 		rng: rng, cfg: cfg, now: epoch,
-		shards: map[int]int64{}, slots: map[time.Time]string{},
+		shards: map[int]int64{}, slots: map[time.Time]string{}, buckets: map[time.Time]int64{},
 		actors: map[int]*actor{}, msgs: make(chan msg),
 	}
 	w.doc = counter.Counter{ID: "c", NumShards: 10, AsOf: epoch, Version: epoch}
@@ -402,6 +407,33 @@ func (w *world) run() []string {
 
 // check verifies the promises once the schedule is quiet.
 func (w *world) check() {
+	// The windows: every roll-up's change went to one minute, once, so
+	// the minutes sum to the stored total, and a minute holds exactly what
+	// changed between the roll-ups around it.
+	var inBuckets int64
+	for _, n := range w.buckets {
+		inBuckets += n
+	}
+	if inBuckets != w.doc.Count {
+		w.problems = append(w.problems, fmt.Sprintf("the minute buckets sum to %d, the counter holds %d", inBuckets, w.doc.Count))
+	}
+	for start, n := range w.buckets {
+		// The attribution rule: a minute holds what was counted after the
+		// last roll-up read before it, up to the last one read in it.
+		var before, in time.Time
+		for _, dw := range w.docWrites {
+			switch {
+			case dw.asOf.Before(start):
+				before = laterOf(before, dw.asOf)
+			case dw.asOf.Before(start.Add(time.Minute)):
+				in = laterOf(in, dw.asOf)
+			}
+		}
+		if want := w.totalAt(in) - w.totalAt(before); !in.IsZero() && n != want {
+			w.problems = append(w.problems, fmt.Sprintf("the minute at %s holds %d, what was counted from %s to %s is %d",
+				w.rel(start), n, w.rel(before), w.rel(in), want))
+		}
+	}
 	if !w.lastWriteNotified && !w.reconcileAfter {
 		return // every event of the last write was lost: reconcile's job
 	}
@@ -473,13 +505,22 @@ func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error
 	return r.(int64), 0, nil
 }
 
-func (s *simStore) WriteRollup(ctx context.Context, c counter.Counter, reshard bool) (time.Time, bool, error) {
+func (s *simStore) MemberCount(context.Context, string, time.Time) (int64, error) { return 0, nil }
+
+func (s *simStore) WriteRollup(ctx context.Context, ru counter.Rollup) (time.Time, bool, error) {
 	a := actorOf(ctx)
+	c := ru.Next
 	r, err := a.call(&call{op: "WriteRollup", mutates: true, apply: func(w *world) any {
 		if !c.Version.Equal(w.doc.Version) {
 			return writeResult{}
 		}
 		prev := w.doc
+		if ru.Change != c.Count-prev.Count {
+			w.problems = append(w.problems, fmt.Sprintf("%s: change %d written with a count going from %d to %d", w.rel(w.now), ru.Change, prev.Count, c.Count))
+		}
+		// The windows, in the same commit: the change goes to the minute
+		// holding the roll-up's read time.
+		w.buckets[windows.Minute.Start(c.AsOf)] += ru.Change
 		switch {
 		case c.AsOf.Before(prev.AsOf):
 			w.problems = append(w.problems, fmt.Sprintf("%s: rollup_as_of went back from %s to %s", w.rel(w.now), w.rel(prev.AsOf), w.rel(c.AsOf)))

@@ -38,12 +38,29 @@ const (
 	Private
 )
 
+// Group is a feature: what scripts/deploy.sh --only deploys together.
+type Group string
+
+const (
+	// Counters are the sharded counters, their roll-up and their
+	// lifecycle.
+	Counters Group = "counters"
+	// Instruments are the sharded-timestamps example.
+	Instruments Group = "instruments"
+)
+
+// Groups lists the groups in deployment order.
+var Groups = []Group{Counters, Instruments}
+
 // Spec describes one function.
 type Spec struct {
 	Name   string
+	Group  Group
 	Kind   Kind
 	Access Access
 	Method string // HTTP functions
+	// SignsPageTokens functions need PAGE_TOKEN_SECRET when deployed.
+	SignsPageTokens bool
 	// MaxBody bounds an HTTP function's request body.
 	MaxBody int64
 	// LongRunning functions get RECONCILE_BUDGET instead of
@@ -68,12 +85,16 @@ const (
 
 // Catalog lists every function, in deployment order.
 var Catalog = []Spec{
-	{Name: "createCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).createCounter},
-	{Name: "incrementCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).incrementCounter},
-	{Name: "getCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).getCounter},
-	{Name: "reshardCounter", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).reshardCounter},
-	{Name: "rollupCounter", Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: firestoredb.ShardDocument, event: (*app).rollupCounter},
-	{Name: "reconcileCounters", Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: (*app).reconcileCounters},
-	{Name: "recordInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).recordInstruments},
-	{Name: "queryInstruments", Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).queryInstruments},
+	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).createCounter},
+	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).incrementCounter},
+	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).getCounter},
+	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).reshardCounter},
+	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).resetCounter},
+	{Name: "deleteCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).deleteCounter},
+	{Name: "listCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).listCounters},
+	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).topCounters},
+	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: firestoredb.ShardDocument, event: (*app).rollupCounter},
+	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: (*app).reconcileCounters},
+	{Name: "recordInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).recordInstruments},
+	{Name: "queryInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, SignsPageTokens: true, http: (*app).queryInstruments},
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // The fuzz targets drive the request decoding and validation of every HTTP
@@ -34,13 +35,15 @@ func FuzzCreateCounterRequest(f *testing.F) {
 			clientError(t, err)
 			return
 		}
-		id, shards, err := b.counterToCreate()
-		clientError(t, err)
-		if err == nil && (counter.ValidateID(id) != nil || shards < counter.MinShards || shards > counter.MaxShards) {
-			t.Fatalf("accepted id %q with %d shards", id, shards)
-		}
-		if err == nil && b.NumShards == nil && b.FollowersCount != nil && *b.FollowersCount > 1_000_000_000 && shards != counter.MaxShards {
-			t.Fatalf("%d followers got %d shards", *b.FollowersCount, shards)
+		for _, maxShards := range []int{counter.MaxShards, 100} {
+			c, err := b.counterToCreate(maxShards)
+			clientError(t, err)
+			if err == nil && (counter.ValidateID(c.ID) != nil || c.NumShards < counter.MinShards || c.NumShards > maxShards) {
+				t.Fatalf("accepted id %q with %d shards (at most %d)", c.ID, c.NumShards, maxShards)
+			}
+			if err == nil && b.NumShards == nil && b.FollowersCount != nil && *b.FollowersCount > 1_000_000_000 && c.NumShards != maxShards {
+				t.Fatalf("%d followers got %d shards", *b.FollowersCount, c.NumShards)
+			}
 		}
 	})
 }
@@ -50,16 +53,20 @@ func FuzzIncrementCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"counter_id":"post-1","action_type":"decrement"}`), "")
 	f.Add([]byte(`{"increments":[{"counter_id":"a","delta":2,"idempotency_key":"k"},{"counter_id":"b"}]}`), "")
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		clientError(t, validateKey("Idempotency-Key", key, false))
+		hk := &key
+		if key == "" {
+			hk = nil
+		}
+		clientError(t, validateKey("Idempotency-Key", hk))
 		var b IncrementCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
 			return
 		}
 		for _, it := range append(b.Increments, b.IncrementItem) {
-			id, op, err := it.validate(key)
+			id, op, err := it.validate(hk)
 			clientError(t, err)
-			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || validateKey("k", op.Key, false) != nil) {
+			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || op.Key != "" && validateKey("k", &op.Key) != nil) {
 				t.Fatalf("accepted id %q with %+v", id, op)
 			}
 		}
@@ -69,6 +76,8 @@ func FuzzIncrementCounterRequest(f *testing.F) {
 func FuzzGetCounterQuery(f *testing.F) {
 	f.Add("counter_id=post-1&consistency=strong")
 	f.Add("counter_id=a&counter_id=b")
+	f.Add("counter_id=a&history=minute&from=2026-11-23T05:00:00Z&to=2026-11-23T06:00:00%2B01:00")
+	f.Add("counter_id=a&history=day&from=1970-01-01T00:00:00Z")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
@@ -79,10 +88,13 @@ func FuzzGetCounterQuery(f *testing.F) {
 			clientError(t, err)
 			return
 		}
-		id, consistency, err := b.validate()
+		id, consistency, h, err := b.validate(time.Now())
 		clientError(t, err)
 		if err == nil && (counter.ValidateID(id) != nil || consistency != "strong" && consistency != "eventual") {
 			t.Fatalf("accepted %q, %q", id, consistency)
+		}
+		if err == nil && h != nil && (len(h.starts) < 1 || len(h.starts) > windows.MaxBuckets) {
+			t.Fatalf("accepted a history of %d buckets", len(h.starts))
 		}
 	})
 }
@@ -92,6 +104,48 @@ func FuzzReshardCounterRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var b ReshardCounterRequest
 		clientError(t, httpapi.Unmarshal(body, &b))
+	})
+}
+
+func FuzzResetCounterRequest(f *testing.F) {
+	f.Add([]byte(`{"counter_id":"post-1","count":3}`))
+	f.Add([]byte(`{"counter_id":"post-1","count":9007199254740992}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b ResetCounterRequest
+		clientError(t, httpapi.Unmarshal(body, &b))
+	})
+}
+
+func FuzzListCountersQuery(f *testing.F) {
+	f.Add("limit=5&page_token=post-1&owner=alice")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		var b ListCountersRequest
+		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
+			clientError(t, err)
+			return
+		}
+		n, err := limitOf(b.Limit, 20)
+		clientError(t, err)
+		if err == nil && (n < 1 || n > maxListLimit) {
+			t.Fatalf("accepted limit %d", n)
+		}
+	})
+}
+
+func FuzzTopCountersQuery(f *testing.F) {
+	f.Add("window=hour&limit=10&previous=true")
+	f.Add("window=all")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		var b TopCountersRequest
+		clientError(t, httpapi.UnmarshalQuery(q, &b))
 	})
 }
 

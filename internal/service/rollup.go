@@ -34,7 +34,7 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 	}
 	logging.Annotate(ctx, "counter_id", id)
 	// A slot's holder sleeps up to a cadence, then makes a few calls.
-	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), 3*a.cfg.RollupCadence+2*a.cfg.FirestoreDeadline)
+	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), a.cfg.RollupWork())
 	defer cancel()
 	return a.roller.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time())})
 }
@@ -55,14 +55,32 @@ type ReconcileRequest struct {
 }
 
 // ReconcileResponse counts the counters checked, those whose roll-up was
-// stale and got corrected, and those that failed (checked again next
-// pass). PassComplete is true when this run reached the last counter.
+// stale and got corrected, those that failed (checked again next pass),
+// the unique counters whose shards differed from their members (corrected
+// to the member count; Drift sums the differences), and the deleted
+// counters purged for good. PassComplete is true when this run reached
+// the last counter.
 type ReconcileResponse struct {
 	Checked      int    `json:"checked"`
 	Corrected    int    `json:"corrected"`
 	Failed       int    `json:"failed"`
+	Audited      int    `json:"audit_corrected"`
+	Drift        int64  `json:"audit_drift"`
+	Purged       int    `json:"purged"`
 	PassComplete bool   `json:"pass_complete"`
 	Cursor       string `json:"cursor,omitempty"`
+}
+
+// add counts one counter's outcome.
+func (r *ReconcileResponse) add(o rollup.Outcome) {
+	r.Checked++
+	if o.Corrected {
+		r.Corrected++
+	}
+	if o.Drift != 0 {
+		r.Audited++
+		r.Drift += o.Drift
+	}
 }
 
 // Sweep sizes: counters listed per page, and reconciled at once.
@@ -86,23 +104,34 @@ func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int,
 			return 0, nil, err
 		}
 		logging.Annotate(ctx, "counter_id", *body.CounterID)
-		fixed, err := a.reconcileOne(ctx, *body.CounterID)
-		if err != nil {
+		var resp ReconcileResponse
+		if err := a.reconcileOne(ctx, firestoredb.SweepEntry{ID: *body.CounterID}, &resp); err != nil {
 			return 0, nil, err
-		}
-		resp := ReconcileResponse{Checked: 1}
-		if fixed {
-			resp.Corrected = 1
 		}
 		return http.StatusOK, resp, nil
 	}
 	return a.sweep(ctx)
 }
 
-func (a *app) reconcileOne(ctx context.Context, id string) (bool, error) {
+// reconcileOne reconciles a counter, or purges a deleted one, and counts
+// what it did in resp; a counter deleted meanwhile is skipped.
+func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *ReconcileResponse) error {
 	ctx, cancel := a.call(ctx)
 	defer cancel()
-	return a.roller.Reconcile(ctx, id)
+	if !e.Deleted {
+		o, err := a.roller.Reconcile(ctx, e.ID)
+		if err == nil {
+			resp.add(o)
+		}
+		if !errs.Is(err, errs.NotFound) {
+			return err
+		}
+	}
+	gone, err := a.counters.Purge(ctx, e.ID)
+	if gone && err == nil && e.Deleted {
+		resp.Purged++
+	}
+	return err
 }
 
 // call bounds one Firestore call of a long-running function.
@@ -124,7 +153,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 	var resp ReconcileResponse
 	for time.Now().Before(stop) {
 		cctx, cancel := a.call(ctx)
-		ids, err := a.counters.CounterIDs(cctx, cur.After, sweepPage)
+		page, err := a.counters.SweepPage(cctx, cur.After, sweepPage)
 		cancel()
 		if err != nil {
 			return 0, nil, err
@@ -132,32 +161,35 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, sweepConcurrency)
-		for _, id := range ids {
+		for _, e := range page {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				fixed, err := a.reconcileOne(ctx, id)
+				var one ReconcileResponse
+				err := a.reconcileOne(ctx, e, &one)
 				mu.Lock()
 				defer mu.Unlock()
-				switch {
-				case errs.Is(err, errs.NotFound): // deleted meanwhile
-				case err != nil:
-					resp.Failed++
-					logging.FromContext(ctx).Warn("reconcile failed; the next pass tries again", "counter_id", id, "error", err.Error())
-				default:
-					resp.Checked++
-					if fixed {
-						resp.Corrected++
-					}
+				if errs.Is(err, errs.NotFound) {
+					return // gone meanwhile
 				}
+				if err != nil {
+					resp.Failed++
+					logging.FromContext(ctx).Warn("reconcile failed; the next pass tries again", "counter_id", e.ID, "error", err.Error())
+					return
+				}
+				resp.Checked += one.Checked
+				resp.Corrected += one.Corrected
+				resp.Audited += one.Audited
+				resp.Drift += one.Drift
+				resp.Purged += one.Purged
 			})
 		}
 		wg.Wait()
-		if len(ids) < sweepPage {
+		if len(page) < sweepPage {
 			cur.After, cur.Passes = "", cur.Passes+1
 			resp.PassComplete = true
 		} else {
-			cur.After = ids[len(ids)-1]
+			cur.After = page[len(page)-1].ID
 		}
 		cctx, cancel = a.call(ctx)
 		err = a.counters.SaveReconcileCursor(cctx, cur)
@@ -171,6 +203,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 	}
 	resp.Cursor = cur.After
 	logging.FromContext(ctx).Info("reconcile sweep", "checked", resp.Checked, "corrected", resp.Corrected,
-		"failed", resp.Failed, "pass_complete", resp.PassComplete, "cursor", cur.After, "passes", cur.Passes)
+		"failed", resp.Failed, "audit_corrected", resp.Audited, "audit_drift", resp.Drift, "purged", resp.Purged,
+		"pass_complete", resp.PassComplete, "cursor", cur.After, "passes", cur.Passes)
 	return http.StatusOK, resp, nil
 }

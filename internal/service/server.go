@@ -55,7 +55,7 @@ type app struct {
 	roller       *rollup.Roller
 	limiter      *ratelimit.Limiter
 	increments   *groupcommit.Batcher[firestoredb.IncrementOp, firestoredb.IncrementResult]
-	authenticate httpapi.Authenticator // nil with AUTH=off
+	authenticate httpapi.Authenticator // checks tokens; with AUTH=off only those sent
 
 	rollupEvents atomic.Int64 // rollupCounter invocations
 }
@@ -79,15 +79,14 @@ func (s *Server) setup() {
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
 		}
-		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline}
-		if s.cfg.Auth != config.AuthOff {
-			s.edge.Authenticate = func() (httpapi.Authenticator, error) {
-				a, err := s.get()
-				if err != nil {
-					return nil, err
-				}
-				return a.authenticate, nil
+		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
+			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed}
+		s.edge.Authenticate = func() (httpapi.Authenticator, error) {
+			a, err := s.get()
+			if err != nil {
+				return nil, err
 			}
+			return a.authenticate, nil
 		}
 		s.routes = map[string]http.HandlerFunc{}
 		for _, spec := range Catalog {
@@ -140,7 +139,7 @@ func (s *Server) handler(spec Spec) http.HandlerFunc {
 			return spec.http(a, ctx, req)
 		}}
 	if spec.LongRunning {
-		ep.Deadline = s.cfg.ReconcileBudget + s.cfg.FirestoreDeadline
+		ep.Deadline = s.cfg.ReconcileWork()
 	}
 	return s.edge.Handler(ep)
 }
@@ -176,7 +175,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 	a := &app{
 		cfg:      cfg,
 		db:       db,
-		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache, SlowCommit: cfg.AutoShardingSlowCommit}),
+		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache,
+			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows}),
 		limiter:  ratelimit.New(cfg.Limits),
 	}
 	a.roller = rollup.New(a.counters, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
@@ -191,13 +191,19 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		maxBatch = 1
 	}
 	a.increments = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, a.commitIncrements)
-	if cfg.Auth == config.AuthRequired {
-		v, err := auth.New(ctx, db.ProjectID())
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
+	v, err := auth.New(ctx, db.ProjectID())
+	switch {
+	case err == nil:
 		a.authenticate = v.Authenticate
+	case cfg.Auth == config.AuthOff:
+		// Only the tokens callers choose to send need it (unique counters).
+		log.Warn("AUTH=off: ID tokens cannot be checked here; requests that send one answer 503", "error", err.Error())
+		a.authenticate = func(context.Context, *http.Request) (httpapi.Caller, error) {
+			return httpapi.Caller{}, errs.Retryable(err, 10*time.Second, "this function cannot check ID tokens; see its logs")
+		}
+	default:
+		db.Close()
+		return nil, err
 	}
 	return a, nil
 }

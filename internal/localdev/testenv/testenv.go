@@ -163,6 +163,24 @@ type Response struct {
 // Do sends a request and reads the response; headers are name, value pairs.
 func Do(tb testing.TB, method, url, body string, headers ...string) Response {
 	tb.Helper()
+	return Client{http.DefaultClient}.Do(tb, method, url, body, headers...)
+}
+
+// Client sends requests from one address.
+type Client struct{ c *http.Client }
+
+// From returns a client whose requests come from the loopback address ip
+// (any of 127.0.0.0/8 reaches the local servers), so budgets that count
+// per client address see distinct clients.
+func From(ip string) Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}).DialContext
+	return Client{&http.Client{Transport: tr}}
+}
+
+// Do sends a request and reads the response; headers are name, value pairs.
+func (c Client) Do(tb testing.TB, method, url, body string, headers ...string) Response {
+	tb.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -177,7 +195,7 @@ func Do(tb testing.TB, method, url, body string, headers ...string) Response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.c.Do(req)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, url, err)
 	}

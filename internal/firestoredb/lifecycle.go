@@ -1,0 +1,270 @@
+package firestoredb
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// A counter's life after its creation: deletion (a tombstone, then a
+// purge of everything under it), reset, and listing.
+//
+// Deleting cannot stop at once the instances that cached the counter
+// (SHARD_COUNT_CACHE): until then they may still write shards, idempotency
+// records or members under it. So Delete leaves a tombstone on the
+// counter document with purge_after, the time after which no such write
+// can land; reads and increments see the counter as gone from then on.
+// Purge deletes everything under the counter in batches, and after
+// purge_after also the tombstone; until that is done, the id cannot be
+// created again (FAILED_PRECONDITION with Retry-After), so a new counter of
+// the same id never counts a late write of the old one.
+
+// purgeOrder is the order Purge empties subcollections in: windows first,
+// so rankings forget the counter at once. Collections not listed (added
+// later) follow.
+var purgeOrder = []string{WindowsCollection, MembersCollection, ShardsCollection, KeysCollection, SlotsCollection}
+
+// deleteChunk is the most documents deleted in one commit (Firestore takes
+// 500 writes).
+const deleteChunk = 500
+
+// Delete marks counter id deleted, with purge_after = now + lateWrites
+// (how long other instances may still write under it), then purges what it
+// can while ctx lasts. It returns the tombstone; deleting a deleted counter
+// again only purges more.
+func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
+	for range 5 {
+		c, err := s.Document(ctx, id)
+		if err != nil {
+			return counter.Counter{}, err
+		}
+		if !c.IsDeleted() {
+			now := s.now()
+			c.Deleted = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
+			fields := map[string]*pb.Value{fieldDeletedAt: timeValue(c.Deleted.At), fieldPurgeAfter: timeValue(c.Deleted.PurgeAfter)}
+			resp, err := s.db.commit(ctx, updateWrite(s.ref(id).Path, fields, []string{fieldDeletedAt, fieldPurgeAfter}, c.Version))
+			switch code(err) {
+			case codes.OK:
+				c.Version = resp.GetWriteResults()[0].GetUpdateTime().AsTime()
+			case codes.FailedPrecondition:
+				continue // a roll-up wrote in between: read again
+			case codes.NotFound:
+				return counter.Counter{}, notFound(id)
+			default:
+				return counter.Counter{}, classify(err, "delete counter "+id)
+			}
+		}
+		s.forget(id)
+		s.remember(c, s.now())
+		// Half of what is left of the request's time; the rest is purged
+		// later, by reconcile or by a create of the same id.
+		pctx := ctx
+		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+			defer cancel()
+		}
+		if _, err := s.purge(pctx, c, false); err != nil && pctx.Err() == nil && !errs.Is(err, errs.Unavailable) {
+			return counter.Counter{}, err
+		}
+		return c, nil
+	}
+	return counter.Counter{}, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", id)
+}
+
+// forget drops what this instance remembers of counter id.
+func (s *Counters) forget(id string) {
+	s.cached.Remove(id)
+	s.known.Remove(id)
+	s.contended.Remove(id)
+}
+
+// Purge continues the purge of deleted counter id: it deletes what is
+// under it while ctx lasts and, once purge_after has passed and nothing is
+// left, the tombstone itself. It reports whether the counter is gone for
+// good; a counter that is not deleted is left alone (false), and one with
+// no document at all is NOT_FOUND.
+func (s *Counters) Purge(ctx context.Context, id string) (bool, error) {
+	c, err := s.Document(ctx, id)
+	if err != nil || !c.IsDeleted() {
+		return false, err
+	}
+	return s.purge(ctx, c, true)
+}
+
+// freeTombstone makes the id of a deleted counter usable again for Create:
+// once purge_after has passed, it purges what is left and returns the
+// tombstone's version, which Create replaces. A live counter is
+// ALREADY_EXISTS; a tombstone whose late writes may still land is
+// FAILED_PRECONDITION with Retry-After.
+func (s *Counters) freeTombstone(ctx context.Context, id string) (time.Time, error) {
+	c, err := s.Document(ctx, id)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return time.Time{}, errs.Retryable(nil, retryAfter, "counter %q was just deleted; retry", id)
+	case errs.Is(err, errs.DataLoss) || err == nil && !c.IsDeleted():
+		return time.Time{}, errs.New(errs.AlreadyExists, "counter %q already exists", id)
+	case err != nil:
+		return time.Time{}, err
+	}
+	if wait := c.Deleted.PurgeAfter.Sub(s.now()); wait > 0 {
+		return time.Time{}, &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
+			Message: fmt.Sprintf("counter_id %q belonged to a counter deleted at %s; it can be used again after %s, when no late write of the old counter can land",
+				id, c.Deleted.At.UTC().Format(time.RFC3339), c.Deleted.PurgeAfter.UTC().Format(time.RFC3339))}
+	}
+	done, err := s.purge(ctx, c, false)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !done {
+		return time.Time{}, errs.Retryable(nil, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", id)
+	}
+	return c.Version, nil
+}
+
+// purge deletes the documents under tombstone c in batches while ctx lasts,
+// and with dropTombstone, once purge_after has passed and nothing is left,
+// the tombstone too. It reports whether nothing is left under it (after
+// purge_after: nothing can come back).
+func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone bool) (bool, error) {
+	colls, err := s.subcollections(ctx, c.ID)
+	if err != nil {
+		return false, err
+	}
+	for _, coll := range colls {
+		for {
+			docs, err := s.db.queryAll(ctx, coll.Select().Limit(deleteChunk))
+			if err != nil {
+				return false, classify(err, "list "+coll.Path)
+			}
+			if len(docs) == 0 {
+				break
+			}
+			writes := make([]*pb.Write, len(docs))
+			for i, d := range docs {
+				writes[i] = &pb.Write{Operation: &pb.Write_Delete{Delete: d.Ref.Path}}
+			}
+			if _, err := s.db.commit(ctx, writes...); err != nil {
+				return false, classify(err, "purge "+coll.Path)
+			}
+		}
+	}
+	if s.now().Before(c.Deleted.PurgeAfter) {
+		return false, nil // late writes may still land
+	}
+	if dropTombstone {
+		_, err := s.db.commit(ctx, deleteWrite(s.ref(c.ID).Path, c.Version))
+		switch code(err) {
+		case codes.OK, codes.NotFound:
+			s.forget(c.ID)
+		case codes.FailedPrecondition:
+			return false, nil // changed meanwhile (re-created): not ours any more
+		default:
+			return false, classify(err, "drop the tombstone of "+c.ID)
+		}
+	}
+	return true, nil
+}
+
+// subcollections lists the collections under counter id, those of
+// purgeOrder first.
+func (s *Counters) subcollections(ctx context.Context, id string) ([]*firestore.CollectionRef, error) {
+	s.db.ops(ctx).Reads.Add(1)
+	all, err := s.ref(id).Collections(ctx).GetAll()
+	if err != nil {
+		return nil, classify(err, "list the collections of counter "+id)
+	}
+	byID := map[string]*firestore.CollectionRef{}
+	for _, c := range all {
+		byID[c.ID] = c
+	}
+	var out []*firestore.CollectionRef
+	for _, name := range purgeOrder {
+		if c := byID[name]; c != nil {
+			out = append(out, c)
+			delete(byID, name)
+		}
+	}
+	for _, c := range all {
+		if byID[c.ID] != nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Reset sets counter id's value to v as of a read time R: it sums the
+// shards at R and adds v − sum to one shard in one commit, so increments
+// committed after R count on top and none is lost or counted twice. It
+// returns R. The roll-up follows, like after any increment.
+func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, error) {
+	c, err := s.Info(ctx, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if c.Unique {
+		return time.Time{}, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
+	}
+	sum, at, err := s.Sum(ctx, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	delta, ok := counter.Add(v, -sum)
+	if !ok {
+		return time.Time{}, errs.New(errs.DataLoss, "counter %q holds %d: the shards were written outside the functions", id, sum)
+	}
+	s.known.Remove(id)
+	if delta == 0 {
+		return at, nil
+	}
+	w := incrementWrite(s.shardRef(id, rand.IntN(c.NumShards)).Path, map[string]int64{fieldCount: delta, fieldCommits: 1, fieldSlow: 0})
+	if _, err := s.db.commit(ctx, w); err != nil {
+		return time.Time{}, classify(err, "reset counter "+id)
+	}
+	return at, nil
+}
+
+// List returns up to limit live counters after the id after, in id order:
+// those of owner, or every counter when all is set. The last id read is
+// the next page's after ("" when there is no next page): tombstones are
+// skipped, so a page may hold fewer than limit.
+func (s *Counters) List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error) {
+	docs, err := s.db.queryAll(ctx, s.ListQuery(owner, all, after, limit))
+	if err != nil {
+		return nil, "", classify(err, "list counters")
+	}
+	var out []counter.Counter
+	for _, d := range docs {
+		c, err := decodeCounter(d)
+		if err != nil || c.IsDeleted() {
+			continue // a corrupt document is DATA_LOSS for its own requests
+		}
+		out = append(out, c)
+	}
+	next := ""
+	if len(docs) == limit {
+		next = docs[len(docs)-1].Ref.ID
+	}
+	return out, next, nil
+}
+
+// ListQuery is List's query, for the index check.
+func (s *Counters) ListQuery(owner string, all bool, after string, limit int) firestore.Query {
+	q := s.db.client.Collection(CountersCollection).Query
+	if !all {
+		q = q.Where(fieldOwner, "==", owner)
+	}
+	q = q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	return q
+}

@@ -1,0 +1,137 @@
+package firestoredb
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// Members of unique counters: counters/{id}/members/{uid}, one document
+// per user counted, created or deleted in the commit that counts it (see
+// Apply). The count of a unique counter is therefore always its number of
+// members, which reconcile checks (Audit).
+
+// member is a member document as read before a commit.
+type member struct {
+	exists  bool
+	updated time.Time
+}
+
+func (s *Counters) memberRef(id, uid string) *firestore.DocumentRef {
+	return s.ref(id).Collection(MembersCollection).Doc(uid)
+}
+
+// ValidateMemberID checks that a uid can name a member document (Firebase
+// uids are up to 128 characters, but custom tokens may carry any string).
+func ValidateMemberID(uid string) error {
+	switch {
+	case uid == "":
+		return errs.New(errs.Unauthenticated, "a unique counter counts users: sign in (Authorization: Bearer <Firebase ID token>)")
+	case len(uid) > 128 || strings.Contains(uid, "/") || uid == "." || uid == ".." ||
+		len(uid) >= 4 && strings.HasPrefix(uid, "__") && strings.HasSuffix(uid, "__"):
+		return errs.New(errs.InvalidArgument, "the caller's uid cannot name a member document of a unique counter")
+	}
+	return nil
+}
+
+// IsMember reports whether uid is a member of unique counter id.
+func (s *Counters) IsMember(ctx context.Context, id, uid string) (bool, error) {
+	if ValidateMemberID(uid) != nil {
+		return false, nil
+	}
+	_, err := s.db.get(ctx, s.memberRef(id, uid))
+	switch code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.NotFound:
+		return false, nil
+	}
+	return false, classify(err, "read a member of "+id)
+}
+
+// readMembers reads the member documents of the users of the pending ops.
+func (p *incrementCommit) readMembers(ctx context.Context) error {
+	seen := map[string]bool{}
+	var refs []*firestore.DocumentRef
+	for _, i := range p.pending {
+		u := p.ops[i].User
+		if err := ValidateMemberID(u); err != nil {
+			return err // the handler refuses such ops; this is a bug
+		}
+		if !seen[u] {
+			seen[u] = true
+			refs = append(refs, p.s.memberRef(p.c.ID, u))
+		}
+	}
+	snaps, err := p.s.db.getAll(ctx, refs)
+	if err != nil {
+		return classify(err, "read the members of "+p.c.ID)
+	}
+	p.members = map[string]member{}
+	for _, snap := range snaps {
+		p.members[snap.Ref.ID] = member{exists: snap.Exists(), updated: snap.UpdateTime}
+	}
+	return nil
+}
+
+// memberWrites plays the pending ops of a unique counter in arrival order
+// over the members read, sets each op's outcome and the shard's change,
+// and returns the member documents to create or delete, each with a
+// precondition on what was read: another instance's change in between
+// fails the commit, which then reads them again.
+func (p *incrementCommit) memberWrites() []*pb.Write {
+	state := map[string]bool{}
+	for u, m := range p.members {
+		state[u] = m.exists
+	}
+	p.net = 0
+	var changed []int
+	for _, i := range p.pending {
+		op := p.ops[i]
+		r := IncrementResult{Delta: op.Delta, Shard: -1}
+		if in := op.Delta > 0; in != state[op.User] {
+			state[op.User] = in
+			r.Changed = true
+			changed = append(changed, i)
+			p.net += op.Delta
+		}
+		r.Member = state[op.User]
+		p.outcome[i] = r
+	}
+	p.shardWrite = p.net != 0
+	if p.shardWrite {
+		for _, i := range changed {
+			r := p.outcome[i]
+			r.Shard = p.shard
+			p.outcome[i] = r
+		}
+	}
+	var writes []*pb.Write
+	for _, u := range slices.Sorted(maps.Keys(state)) {
+		m := p.members[u]
+		switch name := p.s.memberRef(p.c.ID, u).Path; {
+		case state[u] && !m.exists:
+			w := createWrite(name, map[string]*pb.Value{})
+			w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldJoinedAt)}
+			writes = append(writes, w)
+		case !state[u] && m.exists:
+			writes = append(writes, deleteWrite(name, m.updated))
+		}
+	}
+	return writes
+}
+
+// MemberCount returns how many members unique counter id had at read time
+// at: one COUNT aggregation (one billed read per 1,000 members).
+func (s *Counters) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
+	n, err := s.db.count(ctx, s.ref(id).Collection(MembersCollection), at)
+	return n, classify(err, "count the members of "+id)
+}

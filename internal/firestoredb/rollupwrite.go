@@ -1,0 +1,88 @@
+package firestoredb
+
+import (
+	"context"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// WriteRollup is the roll-up's one write path, for the roll-up and
+// reconcile alike: in one commit, the counter document's roll-up (count,
+// rollup_as_of, the shard sums, the write rate; with Reshard the shard
+// count too) if the document is still at r.Next.Version, r.Change added to
+// the counter's minute, hour and day buckets of r.Next.AsOf (when windows
+// are on), and r.Correct added to a shard. The precondition makes each
+// bucket take each change exactly once, however often events are
+// delivered. It returns the document's new version; ok is false if the
+// document changed or is gone.
+func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, bool, error) {
+	c := r.Next
+	fields := map[string]*pb.Value{
+		fieldCount:        intValue(c.Count),
+		fieldAsOf:         timeValue(c.AsOf),
+		fieldShardCommits: intValue(c.Sums.Commits),
+		fieldSlowCommits:  intValue(c.Sums.Slow),
+		fieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
+	}
+	if r.Reshard {
+		fields[fieldNumShards] = intValue(int64(c.NumShards))
+		fields[fieldReshard] = reshardValue(c.Reshard)
+	}
+	// activity_as_of is in the mask always: without automatic sharding it
+	// is deleted, so a later switch to on starts from a new baseline.
+	mask := slices.Sorted(maps.Keys(fields))
+	mask = append(mask, fieldActivityAsOf)
+	if !c.ActivityAsOf.IsZero() {
+		fields[fieldActivityAsOf] = timeValue(c.ActivityAsOf)
+	}
+	w := updateWrite(s.ref(c.ID).Path, fields, mask, c.Version)
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: fieldRollups,
+		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(1)}}}
+	writes := []*pb.Write{w}
+	if r.Change != 0 && s.opts.Windows != nil {
+		writes = append(writes, s.windowWrites(c.ID, c.AsOf, r.Change)...)
+	}
+	if r.Correct != 0 {
+		writes = append(writes, incrementWrite(s.shardRef(c.ID, rand.IntN(c.NumShards)).Path,
+			map[string]int64{fieldCount: r.Correct, fieldCommits: 1, fieldSlow: 0}))
+	}
+	resp, err := s.db.commit(ctx, writes...)
+	switch code(err) {
+	case codes.OK:
+		if r.Reshard {
+			s.remember(c, s.now())
+		}
+		return resp.GetWriteResults()[0].GetUpdateTime().AsTime(), true, nil
+	case codes.FailedPrecondition, codes.NotFound:
+		return time.Time{}, false, nil
+	}
+	return time.Time{}, false, classify(err, "write the roll-up of "+c.ID)
+}
+
+// windowWrites adds change to counter id's bucket of each granularity
+// holding at, creating it when missing.
+func (s *Counters) windowWrites(id string, at time.Time, change int64) []*pb.Write {
+	var writes []*pb.Write
+	for _, g := range windows.All {
+		start := g.Start(at)
+		fields := map[string]*pb.Value{
+			fieldCounterID:   stringValue(id),
+			fieldGranularity: stringValue(string(g)),
+			fieldStart:       timeValue(start),
+			fieldExpireAt:    timeValue(s.opts.Windows.ExpireAt(g, start)),
+		}
+		w := incrementWrite(s.windowRef(id, g, start).Path, map[string]int64{fieldCount: change})
+		w.GetUpdate().Fields = fields
+		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
+		writes = append(writes, w)
+	}
+	return writes
+}

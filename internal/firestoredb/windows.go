@@ -1,0 +1,94 @@
+package firestoredb
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Time windows of counters: counters/{id}/windows/{granularity}_{start},
+// written by the roll-up (WriteRollup), read back by History and ranked
+// by Top.
+const (
+	fieldCounterID   = "counter_id"
+	fieldGranularity = "granularity"
+	fieldStart       = "start"
+)
+
+func (s *Counters) windowRef(id string, g windows.Granularity, start time.Time) *firestore.DocumentRef {
+	return s.ref(id).Collection(WindowsCollection).Doc(windows.DocID(g, start))
+}
+
+// HistoryQuery is History's query: counter id's buckets of g from first
+// to last.
+func (s *Counters) HistoryQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
+	return s.ref(id).Collection(WindowsCollection).
+		Where(fieldGranularity, "==", string(g)).
+		Where(fieldStart, ">=", first).Where(fieldStart, "<=", last).
+		OrderBy(fieldStart, firestore.Asc)
+}
+
+// History returns counter id's count in each bucket of g starting at
+// starts (consecutive, oldest first); a bucket never written counts 0.
+// It reads only the buckets that exist: one billed read each.
+func (s *Counters) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	docs, err := s.db.queryAll(ctx, s.HistoryQuery(id, g, starts[0], starts[len(starts)-1]))
+	if err != nil {
+		return nil, classify(err, "read the history of "+id)
+	}
+	byStart := map[time.Time]int64{}
+	for _, d := range docs {
+		start, _ := d.Data()[fieldStart].(time.Time)
+		n, _ := d.Data()[fieldCount].(int64)
+		byStart[start.UTC()] = n
+	}
+	out := make([]int64, len(starts))
+	for i, st := range starts {
+		out[i] = byStart[st.UTC()]
+	}
+	return out, nil
+}
+
+// Ranked is one counter of a ranking.
+type Ranked struct {
+	CounterID string
+	Count     int64
+}
+
+// TopQuery is Top's query for a window (g, start), or over the counters'
+// totals when g is "".
+func (s *Counters) TopQuery(g windows.Granularity, start time.Time, limit int) firestore.Query {
+	if g == "" {
+		return s.db.client.Collection(CountersCollection).Where(fieldCount, ">", 0).
+			OrderBy(fieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	}
+	return s.db.client.CollectionGroup(WindowsCollection).
+		Where(fieldGranularity, "==", string(g)).Where(fieldStart, "==", start).Where(fieldCount, ">", 0).
+		OrderBy(fieldCount, firestore.Desc).OrderBy(fieldCounterID, firestore.Asc).Limit(limit)
+}
+
+// Top returns the counters with the highest positive count in the bucket
+// of g starting at start, or by total when g is "": one indexed query,
+// ties broken by counter id.
+func (s *Counters) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int) ([]Ranked, error) {
+	docs, err := s.db.queryAll(ctx, s.TopQuery(g, start, limit))
+	if err != nil {
+		return nil, classify(err, "rank counters")
+	}
+	out := make([]Ranked, 0, len(docs))
+	for _, d := range docs {
+		r := Ranked{CounterID: d.Ref.ID}
+		if g != "" {
+			r.CounterID, _ = d.Data()[fieldCounterID].(string)
+		}
+		r.Count, _ = d.Data()[fieldCount].(int64)
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,94 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+)
+
+// CreateCounterRequest is the input of createCounter.
+type CreateCounterRequest struct {
+	CounterID      *string `json:"counter_id"`
+	NumShards      *int64  `json:"num_shards"`
+	FollowersCount *int64  `json:"followers_count"`
+	PostType       *string `json:"post_type"`
+	// Unique counters count distinct users (likes): see incrementCounter.
+	Unique *bool `json:"unique"`
+}
+
+// CreateCounterResponse is the answer of createCounter.
+type CreateCounterResponse struct {
+	CounterID string `json:"counter_id"`
+	NumShards int    `json:"num_shards"`
+	Unique    bool   `json:"unique,omitempty"`
+}
+
+// counterToCreate validates a createCounter body and resolves the id and
+// shard count to use; the heuristic's choice is capped at maxShards (a
+// client's followers_count is not to be trusted), an explicit num_shards
+// above it is refused.
+func (b CreateCounterRequest) counterToCreate(maxShards int) (counter.Counter, error) {
+	c := counter.Counter{ID: counter.NewID(), Unique: b.Unique != nil && *b.Unique}
+	if b.CounterID != nil {
+		if err := counter.ValidateID(*b.CounterID); err != nil {
+			return c, err
+		}
+		c.ID = *b.CounterID
+	}
+	postType, err := counter.ParsePostType(deref(b.PostType))
+	if err != nil {
+		return c, err
+	}
+	if b.FollowersCount != nil {
+		if err := counter.ValidateFollowers(*b.FollowersCount); err != nil {
+			return c, err
+		}
+	}
+	switch {
+	case b.NumShards != nil:
+		if err := counter.ValidateShards(*b.NumShards); err != nil {
+			return c, err
+		}
+		if *b.NumShards > int64(maxShards) {
+			return c, &errs.Error{Code: errs.PermissionDenied, Field: "num_shards",
+				Message: fmt.Sprintf("num_shards above %d needs an admin (USER_MAX_SHARDS)", maxShards)}
+		}
+		c.NumShards = int(*b.NumShards)
+	case b.FollowersCount != nil:
+		c.NumShards = min(counter.ShardsFor(*b.FollowersCount, postType), maxShards)
+	default:
+		c.NumShards = min(counter.DefaultShards, maxShards)
+	}
+	return c, nil
+}
+
+func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	var body CreateCounterRequest
+	if err := req.Decode(&body); err != nil {
+		return 0, nil, err
+	}
+	maxShards, err := a.mayCreate(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := body.counterToCreate(maxShards)
+	if err != nil {
+		return 0, nil, err
+	}
+	logging.Annotate(ctx, "counter_id", c.ID)
+	if err := a.allow(req, ratelimit.Create, 1); err != nil {
+		return 0, nil, err
+	}
+	c.Owner = req.User
+	c, err = a.counters.Create(ctx, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Unique}, nil
+}

@@ -1,0 +1,122 @@
+// Package windows holds the rules of counters' time windows: the minute,
+// hour and day buckets the roll-up adds each change of a counter to, and
+// the ranges history reads. It knows nothing of storage.
+//
+// A roll-up at read time R stores total(R) and adds total(R) − total(R0),
+// exactly what was counted in (R0, R], to the bucket of each granularity
+// that holds R. So a change is attributed to the bucket of the roll-up
+// that saw it: an increment lands at most the time between two roll-ups
+// (about one ROLLUP_CADENCE while the counter is busy) after its own
+// bucket ended, never before. Summed over all buckets of one granularity,
+// the changes give back the total (until retention deletes old buckets).
+package windows
+
+import (
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// Granularity is the length of a bucket.
+type Granularity string
+
+const (
+	Minute Granularity = "minute"
+	Hour   Granularity = "hour"
+	Day    Granularity = "day"
+)
+
+// All lists the granularities, shortest first.
+var All = []Granularity{Minute, Hour, Day}
+
+// Parse reads a granularity named by the request field or parameter field.
+func Parse(field, s string) (Granularity, error) {
+	for _, g := range All {
+		if string(g) == s {
+			return g, nil
+		}
+	}
+	return "", errs.Invalid(field, "must be \"minute\", \"hour\" or \"day\"")
+}
+
+// Length returns the bucket's length.
+func (g Granularity) Length() time.Duration {
+	switch g {
+	case Minute:
+		return time.Minute
+	case Hour:
+		return time.Hour
+	}
+	return 24 * time.Hour
+}
+
+// Start returns the start of the bucket holding t: buckets are aligned on
+// UTC minutes, hours and days.
+func (g Granularity) Start(t time.Time) time.Time {
+	return t.UTC().Truncate(g.Length())
+}
+
+// DocID is the id of a counter's bucket document: "{granularity}_{start}",
+// the start in RFC 3339 (UTC), e.g. "hour_2026-11-23T05:00:00Z".
+func DocID(g Granularity, start time.Time) string {
+	return string(g) + "_" + start.UTC().Format(time.RFC3339)
+}
+
+// Retention is how long buckets of each granularity are kept after they
+// end: their TTL field expires then.
+type Retention map[Granularity]time.Duration
+
+// DefaultRetention keeps two days of minutes, five weeks of hours and
+// three years of days.
+var DefaultRetention = Retention{Minute: 48 * time.Hour, Hour: 35 * 24 * time.Hour, Day: 3 * 365 * 24 * time.Hour}
+
+// ExpireAt is when the bucket starting at start may be deleted.
+func (r Retention) ExpireAt(g Granularity, start time.Time) time.Time {
+	return start.Add(g.Length() + r[g])
+}
+
+// MaxBuckets bounds one history read.
+const MaxBuckets = 1000
+
+// Range returns the starts of the buckets of g from the one holding from
+// to the one holding to, oldest first; at most MaxBuckets.
+func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
+	first, last := g.Start(from), g.Start(to)
+	if last.Before(first) {
+		return nil, errs.Invalid("from", "must not be after to")
+	}
+	n := int(last.Sub(first)/g.Length()) + 1
+	if n > MaxBuckets {
+		return nil, errs.Invalid("from", "and to span %d %s buckets; at most %d", n, g, MaxBuckets)
+	}
+	starts := make([]time.Time, n)
+	for i := range starts {
+		starts[i] = first.Add(time.Duration(i) * g.Length())
+	}
+	return starts, nil
+}
+
+// DefaultSpan is how many buckets history returns when only to (or
+// neither bound) is given: the last hour of minutes, the last day of hours,
+// the last 30 days.
+func DefaultSpan(g Granularity) int {
+	switch g {
+	case Minute:
+		return 60
+	case Hour:
+		return 24
+	}
+	return 30
+}
+
+// Window returns the start of the current (or, with previous, the last
+// complete) bucket of g at now.
+func Window(g Granularity, now time.Time, previous bool) time.Time {
+	start := g.Start(now)
+	if previous {
+		start = start.Add(-g.Length())
+	}
+	return start
+}
+
+func (g Granularity) String() string { return string(g) }
