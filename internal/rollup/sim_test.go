@@ -216,7 +216,7 @@ type world struct {
 	quietAt  time.Time // no faults, cancellations or new work after this
 	deadline time.Time // the schedule must be over by then
 
-	buckets   map[time.Time]int64 // minute buckets, by start
+	buckets map[time.Time]int64 // minute buckets, by start
 
 	// Liveness bookkeeping.
 	lastWrite         time.Time

@@ -173,11 +173,11 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		return nil, err
 	}
 	a := &app{
-		cfg:      cfg,
-		db:       db,
+		cfg: cfg,
+		db:  db,
 		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache,
 			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows}),
-		limiter:  ratelimit.New(cfg.Limits),
+		limiter: ratelimit.New(cfg.Limits),
 	}
 	a.roller = rollup.New(a.counters, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
 		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval}})
