@@ -83,6 +83,9 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"increment: batch of 501", "POST", "incrementCounter", "", `{"increments":[` + strings.Repeat(`{"counter_id":"a"},`, 500) + `{"counter_id":"a"}]}`, nil, 400, "INVALID_ARGUMENT", "increments"},
 		{"increment: batch with a header key", "POST", "incrementCounter", "", `{"increments":[{"counter_id":"a"}]}`, []string{"Idempotency-Key", "k"}, 400, "INVALID_ARGUMENT", "Idempotency-Key"},
 		{"increment: batch item unknown field", "POST", "incrementCounter", "", `{"increments":[{"counter_id":"a","amount":1}]}`, nil, 400, "INVALID_ARGUMENT", "increments[0].amount"},
+		{"increment: empty Idempotency-Key", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", ""}, 400, "INVALID_ARGUMENT", "Idempotency-Key must not be empty"},
+		{"increment: two Idempotency-Keys", "POST", "incrementCounter", "", inc(`"delta":1`), []string{"Idempotency-Key", "k1", "Idempotency-Key", "k2"}, 400, "INVALID_ARGUMENT", "Idempotency-Key must be sent once"},
+		{"increment: unique fields on a plain counter", "POST", "incrementCounter", "", inc(`"member":true`), nil, 400, "INVALID_ARGUMENT", "member"},
 
 		{"get: wrong method", "POST", "getCounter", "?counter_id=" + id, "", nil, 405, "METHOD_NOT_ALLOWED", "GET"},
 		{"get: unknown counter", "GET", "getCounter", "?counter_id=" + missing, "", nil, 404, "NOT_FOUND", missing},
@@ -98,6 +101,25 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"reshard: 1001 shards", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":1001}`, id), nil, 400, "INVALID_ARGUMENT", "num_shards"},
 		{"reshard: no num_shards", "POST", "reshardCounter", "", fmt.Sprintf(`{"counter_id":%q}`, id), nil, 400, "INVALID_ARGUMENT", "num_shards"},
 		{"reshard: no counter_id", "POST", "reshardCounter", "", `{"num_shards":3}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+
+		{"get: bad history", "GET", "getCounter", "?history=week&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "history"},
+		{"get: from without history", "GET", "getCounter", "?from=2026-01-01T00:00:00Z&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "from"},
+		{"get: from after to", "GET", "getCounter", "?history=hour&from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "from"},
+		{"get: over 1000 buckets", "GET", "getCounter", "?history=minute&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "1000"},
+		{"get: offset +24:00", "GET", "getCounter", "?history=hour&to=2026-01-01T00:00:00%2B24:00&counter_id=" + id, "", nil, 400, "INVALID_ARGUMENT", "to"},
+
+		{"reset: unknown counter", "POST", "resetCounter", "", fmt.Sprintf(`{"counter_id":%q}`, missing), nil, 404, "NOT_FOUND", missing},
+		{"reset: past the bound", "POST", "resetCounter", "", fmt.Sprintf(`{"counter_id":%q,"count":9007199254740992}`, id), nil, 400, "INVALID_ARGUMENT", "count"},
+		{"reset: count string", "POST", "resetCounter", "", fmt.Sprintf(`{"counter_id":%q,"count":"1"}`, id), nil, 400, "INVALID_ARGUMENT", "count"},
+		{"delete: unknown counter", "POST", "deleteCounter", "", fmt.Sprintf(`{"counter_id":%q}`, missing), nil, 404, "NOT_FOUND", missing},
+		{"delete: no counter_id", "POST", "deleteCounter", "", `{}`, nil, 400, "INVALID_ARGUMENT", "counter_id"},
+		{"list: limit 0", "GET", "listCounters", "?limit=0", "", nil, 400, "INVALID_ARGUMENT", "limit"},
+		{"list: bad page token", "GET", "listCounters", "?page_token=a/b", "", nil, 400, "INVALID_ARGUMENT", "page_token"},
+		{"top: no window", "GET", "topCounters", "", "", nil, 400, "INVALID_ARGUMENT", "window"},
+		{"top: bad window", "GET", "topCounters", "?window=week", "", nil, 400, "INVALID_ARGUMENT", "window"},
+		{"top: limit 101", "GET", "topCounters", "?window=hour&limit=101", "", nil, 400, "INVALID_ARGUMENT", "limit"},
+		{"top: previous of all", "GET", "topCounters", "?window=all&previous=true", "", nil, 400, "INVALID_ARGUMENT", "previous"},
+		{"top: bad previous", "GET", "topCounters", "?window=hour&previous=yes", "", nil, 400, "INVALID_ARGUMENT", "previous"},
 	}
 
 	// The roll-up of the first increment writes documents of its own (a slot

@@ -167,6 +167,7 @@ func TestBadInstrumentRequestsChangeNothing(t *testing.T) {
 		{"record: unknown field", "POST", "recordInstruments", "", one(func(m map[string]any) { m["isin"] = "x" }), 400, "isin"},
 		{"record: bad time", "POST", "recordInstruments", "", one(func(m map[string]any) { m["timestamp"] = "yesterday" }), 400, "instruments[0].timestamp"},
 		{"record: time without zone", "POST", "recordInstruments", "", one(func(m map[string]any) { m["timestamp"] = "2019-01-01T13:45:23" }), 400, "instruments[0].timestamp"},
+		{"record: offset +24:00", "POST", "recordInstruments", "", one(func(m map[string]any) { m["timestamp"] = "2019-01-01T13:45:23+24:00" }), 400, "instruments[0].timestamp"},
 		{"record: micros as string", "POST", "recordInstruments", "", one(func(m map[string]any) { m["price"] = map[string]any{"currency": "USD", "micros": "5"} }), 400, "micros"},
 		{"record: fractional micros", "POST", "recordInstruments", "", one(func(m map[string]any) { m["price"] = map[string]any{"currency": "USD", "micros": 1.5} }), 400, "micros"},
 		{"record: lower-case currency", "POST", "recordInstruments", "", one(func(m map[string]any) { m["price"] = map[string]any{"currency": "usd", "micros": 5} }), 400, "instruments[0].price.currency"},

@@ -3,11 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
 )
 
 // TestCorruptCounterDocumentIsDataLoss: a counter document written outside
@@ -48,5 +52,150 @@ func TestCorruptCounterDocumentIsDataLoss(t *testing.T) {
 	}
 	if len(logs.Await(map[string]any{"severity": "ERROR", "counter_id": bad, "message": "acknowledging an event whose counter cannot roll up"})) == 0 {
 		t.Errorf("no ERROR line for the corrupt counter's event")
+	}
+}
+
+// shardCounts reads every shard of counter id: shard -> count.
+func shardCounts(t *testing.T, id string) map[string]int64 {
+	t.Helper()
+	docs, err := testenv.Firestore(t, project).Collection("counters/" + id + "/shards").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, d := range docs {
+		out[d.Ref.ID], _ = d.Data()["count"].(int64)
+	}
+	return out
+}
+
+// plantShards writes shard values by hand, as a careless admin script
+// would.
+func plantShards(t *testing.T, id string, values map[string]int64) {
+	t.Helper()
+	fs := testenv.Firestore(t, project)
+	for shard, v := range values {
+		if _, err := fs.Doc("counters/"+id+"/shards/"+shard).Set(context.Background(), map[string]any{"count": v, "commits": 1, "slow": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func increment(t *testing.T, id string, delta int64) testenv.Response {
+	t.Helper()
+	return testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, delta))
+}
+
+// TestTheBoundIsKept: a counter holds at most ±(2^53 − 1). An increment
+// that would pass it is a 400 OUT_OF_RANGE that writes nothing; before,
+// Firestore's increment saturated at int64's limit and the answer was 200.
+func TestTheBoundIsKept(t *testing.T) {
+	t.Parallel()
+	const maxCount = 1<<53 - 1
+	id := newCounterID(t)
+	createCounter(t, id, 1)
+	plantShards(t, id, map[string]int64{"0": maxCount - 5})
+	if r := increment(t, id, 10); r.Status != http.StatusBadRequest || r.ErrorCode() != "OUT_OF_RANGE" || !strings.Contains(string(r.Body), "delta") {
+		t.Fatalf("+10 at MaxCount-5: %s, want 400 OUT_OF_RANGE naming delta", r)
+	}
+	if got := shardCounts(t, id)["0"]; got != maxCount-5 {
+		t.Fatalf("the refused increment wrote: shard 0 = %d", got)
+	}
+	if r := increment(t, id, 5); r.Status != http.StatusOK {
+		t.Fatalf("+5 up to MaxCount exactly: %s", r)
+	}
+	if r := increment(t, id, 1); r.Status != http.StatusBadRequest {
+		t.Fatalf("+1 past MaxCount: %s", r)
+	}
+	if r := increment(t, id, -7); r.Status != http.StatusOK {
+		t.Fatalf("-7 back inside: %s", r)
+	}
+	if got := getCounter(t, id, "strong").Count; got != maxCount-7 {
+		t.Fatalf("strong = %d, want %d", got, int64(maxCount-7))
+	}
+	// In a list of increments, only the item that would pass it fails.
+	r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"increments":[{"counter_id":%q,"delta":5},{"counter_id":%q,"delta":5},{"counter_id":%q,"delta":-3}]}`, id, id, id))
+	var list struct{ Results []struct{ Status int } }
+	r.Decode(t, &list)
+	if r.Status != http.StatusOK || len(list.Results) != 3 || list.Results[0].Status != 200 || list.Results[1].Status != 400 || list.Results[2].Status != 200 {
+		t.Fatalf("increments crossing the bound: %s", r)
+	}
+}
+
+// TestSaturatedShardIsNotASuccess: a shard written by hand to just below
+// int64's limit, after this instance last summed the counter. The commit
+// goes through, Firestore's increment stops at the limit, and the answer
+// says part of it may be lost (DATA_LOSS), never 200.
+func TestSaturatedShardIsNotASuccess(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 1)
+	if r := increment(t, id, 1); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	plantShards(t, id, map[string]int64{"0": math.MaxInt64 - 1})
+	if r := increment(t, id, 5); r.Status != http.StatusInternalServerError || r.ErrorCode() != "DATA_LOSS" {
+		t.Fatalf("an increment that saturates: %s, want 500 DATA_LOSS", r)
+	}
+	// From then on the counter is known to be past the bound: refused.
+	if r := increment(t, id, 1); r.Status != http.StatusBadRequest || r.ErrorCode() != "OUT_OF_RANGE" {
+		t.Fatalf("the next increment: %s, want 400 OUT_OF_RANGE", r)
+	}
+}
+
+// TestOverflowingSumIsPermanent: shards that sum past int64 (written by
+// hand) make the strong read DATA_LOSS, not a 503 that asks for retries
+// that can never succeed, and a shrink that would merge them refuses
+// instead of wrapping.
+func TestOverflowingSumIsPermanent(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 2)
+	plantShards(t, id, map[string]int64{"0": math.MaxInt64 - 1, "1": 5})
+	r := testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "")
+	if r.Status != http.StatusInternalServerError || r.ErrorCode() != "DATA_LOSS" || r.Header.Get("Retry-After") != "" {
+		t.Fatalf("strong read of an overflowing sum: %s, want 500 DATA_LOSS without Retry-After", r)
+	}
+	reshard(t, id, 1)
+	if got := shardCounts(t, id); got["0"] != math.MaxInt64-1 || got["1"] != 5 {
+		t.Fatalf("the shrink merged an overflowing pair: %v", got)
+	}
+}
+
+// TestShrinkIsNotLockedAfterMergeUntil: a counter nobody writes to after a
+// shrink (its events lost, here) used to refuse every reshard with 409,
+// without Retry-After, until a reconcile pass came. A reshard after
+// merge_until now finishes the merge itself and goes on.
+func TestShrinkIsNotLockedAfterMergeUntil(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 8)
+	tapCounter(t, id, func(*triggerbridge.Delivery) bool { return false }) // no roll-up finishes it
+	plantShards(t, id, map[string]int64{"0": 1, "3": 2, "5": 3, "7": 4})
+	first := reshard(t, id, 2)
+	until, err := time.Parse(time.RFC3339Nano, first.MergeUntil)
+	if err != nil {
+		t.Fatalf("merge_until %q: %v", first.MergeUntil, err)
+	}
+	// A late write to an old shard, from an instance that still caches 8.
+	plantShards(t, id, map[string]int64{"6": 10})
+	r := testenv.Do(t, "POST", url("reshardCounter"), fmt.Sprintf(`{"counter_id":%q,"num_shards":3}`, id))
+	if r.Status != http.StatusConflict || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a reshard before merge_until: %s, want 409 with Retry-After", r)
+	}
+	time.Sleep(time.Until(until) + 100*time.Millisecond)
+	second := reshard(t, id, 3)
+	if second.PreviousNumShards != 2 || second.NumShards != 3 {
+		t.Fatalf("after merge_until: %+v", second)
+	}
+	var total int64
+	for shard, v := range shardCounts(t, id) {
+		if n, _ := strconv.Atoi(shard); n >= 2 {
+			t.Errorf("shard %s (%d) left after the shrink to 2 finished", shard, v)
+		}
+		total += v
+	}
+	if total != 20 {
+		t.Errorf("the shards hold %d, want 20", total)
 	}
 }

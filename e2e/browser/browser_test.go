@@ -59,10 +59,13 @@ func TestMain(m *testing.M) {
 		"GOOGLE_CLOUD_PROJECT":    project,
 		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
 		"AUTH":                    "required",
-		"CORS_ORIGINS":            webOrigin,
-		"ROLLUP_CADENCE":          cadence.String(),
-		"GROUP_COMMIT_MAX_WAIT":   "2ms",
-		"LOG_LEVEL":               "warn",
+		// The web app signs in anonymously; as AUTH=required scripts/dev.sh
+		// does, let it create counters.
+		"ANONYMOUS_CREATE":      "on",
+		"CORS_ORIGINS":          webOrigin,
+		"ROLLUP_CADENCE":        cadence.String(),
+		"GROUP_COMMIT_MAX_WAIT": "2ms",
+		"LOG_LEVEL":             "warn",
 	})
 	if base, err = testenv.StartFunctions(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,7 +5,7 @@
 // package-lock.json.
 import assert from "node:assert/strict";
 import { initializeApp } from "firebase/app";
-import { getAuth, connectAuthEmulator, signInAnonymously, createUserWithEmailAndPassword } from "firebase/auth";
+import { getAuth, connectAuthEmulator, signInAnonymously, createUserWithEmailAndPassword, signInWithEmailAndPassword } from "firebase/auth";
 import { getFunctions, connectFunctionsEmulator, httpsCallable, httpsCallableFromURL } from "firebase/functions";
 
 const env = (name) => {
@@ -49,8 +49,14 @@ const id = `sdk-${run}`;
 // Signed out, with AUTH=required.
 await expectCode(call("createCounter")({ counter_id: id }), "functions/unauthenticated", "createCounter signed out");
 
+// An anonymous visitor may not create counters (ANONYMOUS_CREATE is off).
 await signInAnonymously(auth);
+await expectCode(call("createCounter")({ counter_id: id, num_shards: 3 }), "functions/permission-denied", "createCounter, anonymous",
+  (err) => assert.equal(err.details.code, "PERMISSION_DENIED"));
 
+// A signed-in user creates it and owns it.
+await createUserWithEmailAndPassword(auth, `${run}@example.com`, "secret-password");
+const ownerUid = auth.currentUser.uid;
 await ok(call("createCounter")({ counter_id: id, num_shards: 3 }), "createCounter",
   (d) => assert.deepEqual(d, { counter_id: id, num_shards: 3 }));
 await ok(call("createCounter")(), "createCounter with no argument (data null)",
@@ -58,10 +64,12 @@ await ok(call("createCounter")(), "createCounter with no argument (data null)",
 await expectCode(call("createCounter")({ counter_id: id }), "functions/already-exists", "createCounter twice");
 await expectCode(call("createCounter")({ counter_id: "x", num_shards: 0 }), "functions/invalid-argument", "num_shards 0",
   (err) => assert.equal(err.details.field, "num_shards"));
+await expectCode(call("createCounter")({ counter_id: "x", num_shards: 500 }), "functions/permission-denied", "num_shards over USER_MAX_SHARDS",
+  (err) => assert.equal(err.details.field, "num_shards"));
 await expectCode(call("createCounter")({ Counter_ID: "x" }), "functions/invalid-argument", "a field name in the wrong case");
 
 const key = `key-${run}`;
-const first = await ok(call("incrementCounter")({ counter_id: id, delta: 2, idempotency_key: key }), "incrementCounter",
+const first = await ok(call("incrementCounter")({ counter_id: id, delta: 2, idempotency_key: key }), "incrementCounter by its owner",
   (d) => { assert.equal(d.delta, 2); assert.equal(d.replayed, undefined); });
 await ok(call("incrementCounter")({ counter_id: id, delta: 2, idempotency_key: key }), "incrementCounter, same key",
   (d) => { assert.equal(d.replayed, true); assert.equal(d.shard, first.shard); });
@@ -69,7 +77,7 @@ await expectCode(call("incrementCounter")({ counter_id: id, delta: 5, idempotenc
 // The function's own URL, as deployed apps call it.
 await ok(callAt(`http://${functionsAddr}/incrementCounter`)({ counter_id: id, action_type: "increment" }), "incrementCounter from its URL",
   (d) => assert.equal(d.delta, 1));
-await ok(call("incrementCounter")({ increments: [{ counter_id: id, delta: 4 }, { counter_id: `${id}-missing` }] }), "a batch",
+await ok(call("incrementCounter")({ increments: [{ counter_id: id, delta: 4 }, { counter_id: `${id}-missing` }] }), "increments",
   (d) => { assert.equal(d.results[0].status, 200); assert.equal(d.results[1].status, 404); assert.equal(d.results[1].error.code, "NOT_FOUND"); });
 await expectCode(call("incrementCounter")({ counter_id: `${id}-missing` }), "functions/not-found", "an unknown counter");
 await expectCode(call("incrementCounter")({ counter_id: id, delta: 0 }), "functions/invalid-argument", "delta 0",
@@ -80,13 +88,65 @@ await ok(call("getCounter")({ counter_id: id, consistency: "strong" }), "getCoun
 await ok(callAt(`http://${functionsAddr}/getCounter`)({ counter_id: id }), "getCounter eventual from its URL",
   (d) => assert.equal(d.consistency, "eventual"));
 await expectCode(call("getCounter")({ counter_id: id, consistency: "linear" }), "functions/invalid-argument", "a bad consistency");
+// A counter past 2^53 (shards written by hand, BIG): the result carries an
+// Int64Value, which the SDK decodes into a number.
+await ok(call("getCounter")({ counter_id: env("BIG"), consistency: "strong" }), "a count past 2^53",
+  (d) => { assert.equal(typeof d.count, "number"); assert.equal(d.count, Number(env("BIG_COUNT"))); });
 
-// Resharding is not for anonymous sign-in.
-await expectCode(call("reshardCounter")({ counter_id: id, num_shards: 5 }), "functions/permission-denied", "reshard, anonymous");
-await createUserWithEmailAndPassword(auth, `${run}@example.com`, "secret-password");
-await ok(call("reshardCounter")({ counter_id: id, num_shards: 2 }), "reshardCounter",
+await ok(call("reshardCounter")({ counter_id: id, num_shards: 2 }), "reshardCounter by its owner",
   (d) => { assert.equal(d.previous_num_shards, 3); assert.equal(d.num_shards, 2); });
 await expectCode(call("reshardCounter")({ counter_id: id, num_shards: 4 }), "functions/failed-precondition", "reshard while a shrink merges");
+await ok(call("resetCounter")({ counter_id: id, count: 100 }), "resetCounter by its owner",
+  (d) => { assert.equal(d.count, 100); assert.ok(d.as_of); });
+await ok(call("getCounter")({ counter_id: id, consistency: "strong" }), "after the reset",
+  (d) => assert.equal(d.count, 100));
+await ok(call("listCounters")({ limit: 100 }), "listCounters: the caller's own",
+  (d) => { assert.ok(d.counters.some((c) => c.counter_id === id && c.owner === ownerUid)); assert.ok(d.counters.every((c) => c.owner === ownerUid)); });
+await expectCode(call("listCounters")({ owner: "someone-else" }), "functions/permission-denied", "listCounters of another owner",
+  (err) => assert.equal(err.details.field, "owner"));
+await ok(call("topCounters")({ window: "all", limit: 100 }), "topCounters by total",
+  (d) => { assert.equal(d.window, "all"); assert.ok(Array.isArray(d.counters)); });
+await ok(call("getCounter")({ counter_id: id, history: "minute" }), "getCounter with its minute history",
+  (d) => assert.equal(d.history.length, 60));
+
+// Likes: a unique counter counts each user once.
+const likes = `${id}-likes`;
+await ok(call("createCounter")({ counter_id: likes, unique: true }), "createCounter unique",
+  (d) => assert.equal(d.unique, true));
+await ok(call("incrementCounter")({ counter_id: likes }), "like",
+  (d) => { assert.equal(d.member, true); assert.equal(d.changed, true); });
+await ok(call("incrementCounter")({ counter_id: likes, delta: 1 }), "like again",
+  (d) => { assert.equal(d.member, true); assert.equal(d.changed, false); assert.equal(d.shard, undefined); });
+await ok(call("getCounter")({ counter_id: likes, consistency: "strong" }), "did I like it?",
+  (d) => { assert.equal(d.count, 1); assert.equal(d.member, true); assert.equal(d.unique, true); });
+await expectCode(call("incrementCounter")({ counter_id: likes, delta: 2 }), "functions/invalid-argument", "delta 2 on a unique counter",
+  (err) => assert.equal(err.details.field, "delta"));
+await expectCode(call("resetCounter")({ counter_id: likes }), "functions/invalid-argument", "reset of a unique counter");
+
+// Another user, of anonymous sign-in: +1 and likes, nothing more.
+const doomed = `${id}-doomed`;
+await ok(call("createCounter")({ counter_id: doomed }), "a counter to delete", () => {});
+await auth.signOut();
+await signInAnonymously(auth);
+await ok(call("incrementCounter")({ counter_id: id }), "+1 by a visitor", (d) => assert.equal(d.delta, 1));
+await ok(call("incrementCounter")({ counter_id: likes }), "a visitor's like",
+  (d) => { assert.equal(d.member, true); assert.equal(d.changed, true); });
+await ok(call("getCounter")({ counter_id: likes, consistency: "strong" }), "two likes",
+  (d) => assert.equal(d.count, 2));
+await expectCode(call("incrementCounter")({ counter_id: id, delta: 5 }), "functions/permission-denied", "a visitor's +5",
+  (err) => assert.equal(err.details.field, "delta"));
+await expectCode(call("reshardCounter")({ counter_id: id, num_shards: 5 }), "functions/permission-denied", "a visitor's reshard");
+await expectCode(call("resetCounter")({ counter_id: id }), "functions/permission-denied", "a visitor's reset");
+await expectCode(call("deleteCounter")({ counter_id: doomed }), "functions/permission-denied", "a visitor's delete");
+
+// The owner deletes it.
+await auth.signOut();
+await signInWithEmailAndPassword(auth, `${run}@example.com`, "secret-password");
+await ok(call("deleteCounter")({ counter_id: doomed }), "deleteCounter by its owner",
+  (d) => { assert.equal(d.deleted, true); assert.ok(d.reusable_after); });
+await expectCode(call("getCounter")({ counter_id: doomed }), "functions/not-found", "a deleted counter");
+await expectCode(call("createCounter")({ counter_id: doomed }), "functions/failed-precondition", "its id, before late writes are over",
+  (err) => assert.ok(err.details.retry_after_seconds >= 1));
 
 const exchange = `SDK${run}`;
 const instrument = (i) => ({ symbol: `S${i}`, price: { currency: "USD", micros: 1000 + i }, exchange, instrumentType: "etf",

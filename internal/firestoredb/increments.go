@@ -181,12 +181,12 @@ func (p *incrementCommit) writes() []*pb.Write {
 func (p *incrementCommit) settle(resp *pb.CommitResponse) {
 	if p.shardWrite && resp != nil {
 		v, ok := transformResult(resp.GetWriteResults()[0], fieldCount, []string{fieldCommits, fieldCount, fieldSlow})
+		if ok && !p.c.Unique {
+			p.s.noteKnown(p.c.ID, p.net, v)
+		}
 		if ok && counter.Saturated(v) {
 			p.fail(errs.New(errs.DataLoss, "shard %d of counter %q reached int64's limit, so part of this increment may be lost: its shards were written outside the functions", p.shard, p.c.ID))
 			return
-		}
-		if ok && !p.c.Unique {
-			p.s.noteKnown(p.c.ID, p.net, v)
 		}
 	}
 	for _, i := range p.pending {

@@ -160,7 +160,8 @@ type Response struct {
 	Body   []byte
 }
 
-// Do sends a request and reads the response; headers are name, value pairs.
+// Do sends a request and reads the response; headers are name, value
+// pairs, and a name given twice is sent twice.
 func Do(tb testing.TB, method, url, body string, headers ...string) Response {
 	tb.Helper()
 	return Client{http.DefaultClient}.Do(tb, method, url, body, headers...)
@@ -192,8 +193,14 @@ func (c Client) Do(tb testing.TB, method, url, body string, headers ...string) R
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		if seen[headers[i]] { // a header given twice is sent twice
+			req.Header.Add(headers[i], headers[i+1])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		seen[headers[i]] = true
 	}
 	resp, err := c.c.Do(req)
 	if err != nil {
