@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/service"
+)
+
+// secondInstance serves the functions from a second service.Server in
+// this process: an instance of its own (its own cache of counter
+// documents, its own group commit), like a second Cloud Functions
+// instance.
+func secondInstance(t *testing.T) string {
+	s := service.New(os.Getenv)
+	mux := http.NewServeMux()
+	for _, spec := range service.Catalog {
+		mux.Handle("/"+spec.Name, s.Handler(spec.Name))
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestDeleteCounterLeavesNothing deletes a counter of 1,000 shards with
+// idempotency records and roll-up slots while another instance, which
+// cached it, keeps incrementing it. The id is refused (409, Retry-After)
+// until the late writes can no longer land; after it, reconcile purges
+// everything under counters/{id}, tombstone included, and a counter
+// created again with the id counts none of the old writes.
+func TestDeleteCounterLeavesNothing(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 1000)
+	fs := testenv.Firestore(t, project)
+	ctx := context.Background()
+	bw := fs.BulkWriter(ctx)
+	for k := range 1000 {
+		if _, err := bw.Set(fs.Doc(fmt.Sprintf("counters/%s/shards/%d", id, k)), map[string]any{"count": 1, "commits": 1, "slow": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bw.End()
+	other := secondInstance(t)
+	for i := range 20 {
+		if r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Idempotency-Key", fmt.Sprintf("k%d", i)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	if r := testenv.Do(t, "POST", other+"/incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Fatal(r) // the other instance caches the counter now
+	}
+	waitEventual(t, id, 1021, time.Now().Add(30*time.Second))
+
+	// The other instance goes on writing, from its cache.
+	stop := make(chan struct{})
+	var late atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if r := testenv.Do(t, "POST", other+"/incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status == http.StatusOK {
+				late.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	r := testenv.Do(t, "POST", url("deleteCounter"), fmt.Sprintf(`{"counter_id":%q}`, id))
+	var del struct {
+		Deleted       bool   `json:"deleted"`
+		ReusableAfter string `json:"reusable_after"`
+	}
+	r.Decode(t, &del)
+	reusable, err := time.Parse(time.RFC3339Nano, del.ReusableAfter)
+	if r.Status != http.StatusOK || !del.Deleted || err != nil {
+		t.Fatalf("deleteCounter: %s", r)
+	}
+	for _, check := range []testenv.Response{
+		testenv.Do(t, "GET", url("getCounter")+"?counter_id="+id, ""),
+		testenv.Do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, ""),
+		testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)),
+	} {
+		if check.Status != http.StatusNotFound {
+			t.Errorf("after the delete: %s, want 404", check)
+		}
+	}
+	r = testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id))
+	if r.Status != http.StatusConflict || r.ErrorCode() != "FAILED_PRECONDITION" || r.Header.Get("Retry-After") == "" {
+		t.Errorf("re-creating the id at once: %s, want 409 FAILED_PRECONDITION with Retry-After", r)
+	}
+	if r := testenv.Do(t, "POST", url("deleteCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Errorf("deleting again (a retry): %s", r)
+	}
+
+	time.Sleep(time.Until(reusable))
+	close(stop)
+	wg.Wait()
+	if late.Load() == 0 {
+		t.Error("the other instance wrote nothing after the delete: the test proves nothing")
+	}
+	// The scheduled reconcile purges what the late writes left, and the
+	// tombstone.
+	var sweep struct{ Purged int }
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r := testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
+		r.Decode(t, &sweep)
+		left := testenv.Dump(t, fs, "counters/"+id)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after reusable_after, %d documents remain, e.g. %v", len(left), firstKey(left))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	createCounter(t, id, 3)
+	if got := getCounter(t, id, "strong").Count; got != 0 {
+		t.Errorf("the new counter starts at %d: it counts writes of the old one", got)
+	}
+	if r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Idempotency-Key", "k0"); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("an old key on the new counter: %s, want applied, not replayed", r)
+	}
+	t.Logf("%d late increments of the other instance after the delete, all purged", late.Load())
+}
+
+func firstKey(m map[string]string) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+// TestResetUnderLoad resets a counter while keyed increments of random
+// deltas run, each retried until its answer is definite. The rule: the
+// value becomes count as of as_of, and increments committed after as_of
+// count on top. Each key's record is created in its increment's commit,
+// so its creation time is the increment's commit time: the final value
+// must be count plus the deltas of the records created after as_of.
+func TestResetUnderLoad(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 10)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, id, 1+rand.IntN(9))
+				for {
+					r := testenv.Do(t, "POST", url("incrementCounter"), body, "Idempotency-Key", fmt.Sprintf("w%d-%d", w, i))
+					if r.Status == http.StatusOK {
+						break
+					}
+					if r.Status != http.StatusServiceUnavailable {
+						t.Errorf("increment: %s", r)
+						return
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	r := testenv.Do(t, "POST", url("resetCounter"), fmt.Sprintf(`{"counter_id":%q,"count":1000}`, id))
+	var reset struct {
+		Count int64  `json:"count"`
+		AsOf  string `json:"as_of"`
+	}
+	r.Decode(t, &reset)
+	asOf, err := time.Parse(time.RFC3339Nano, reset.AsOf)
+	if r.Status != http.StatusOK || reset.Count != 1000 || err != nil {
+		t.Fatalf("resetCounter: %s", r)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	records, err := testenv.Firestore(t, project).Collection("counters/" + id + "/idempotency_keys").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, before, after := int64(1000), 0, 0
+	for _, rec := range records {
+		if rec.CreateTime.After(asOf) {
+			want += rec.Data()["delta"].(int64)
+			after++
+		} else {
+			before++
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d increments before as_of and %d after: the reset did not happen under load", before, after)
+	}
+	if got := getCounter(t, id, "strong").Count; got != want {
+		t.Errorf("strong read %d, want %d: 1000 as of %s plus the %d increments committed after it", got, want, reset.AsOf, after)
+	}
+	if got, _ := waitEventual(t, id, want, time.Now().Add(3*cadence)); got != want {
+		t.Errorf("the roll-up holds %d, want %d", got, want)
+	}
+}
+
+// TestListCountersPagesByID: a user's counters, in id order, a page at a
+// time; the page token is the last id.
+func TestListCountersPagesByID(t *testing.T) {
+	t.Parallel()
+	uid := fmt.Sprintf("lister-%d", rand.IntN(1e9))
+	testenv.CreateUser(t, project, uid)
+	bearer := "Bearer " + testenv.ValidIDToken(project, uid)
+	var ids []string
+	for i := range 5 {
+		id := fmt.Sprintf("%s-%d", uid, i)
+		ids = append(ids, id)
+		// AUTH=off: a token that is sent still names the owner.
+		if r := testenv.Do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id), "Authorization", bearer); r.Status != http.StatusCreated {
+			t.Fatal(r)
+		}
+	}
+	sort.Strings(ids)
+	var got []string
+	token := ""
+	for page := 0; ; page++ {
+		q := "?limit=2&owner=" + uid
+		if token != "" {
+			q += "&page_token=" + token
+		}
+		r := testenv.Do(t, "GET", url("listCounters")+q, "")
+		var list struct {
+			Counters []struct {
+				CounterID string `json:"counter_id"`
+				Owner     string `json:"owner"`
+				NumShards int    `json:"num_shards"`
+				CreatedAt string `json:"created_at"`
+			} `json:"counters"`
+			NextPageToken string `json:"next_page_token"`
+		}
+		r.Decode(t, &list)
+		if r.Status != http.StatusOK || page > 5 {
+			t.Fatalf("page %d: %s", page, r)
+		}
+		for _, c := range list.Counters {
+			if c.Owner != uid || c.NumShards != 2 || c.CreatedAt == "" {
+				t.Errorf("listed %+v", c)
+			}
+			got = append(got, c.CounterID)
+		}
+		if token = list.NextPageToken; token == "" {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("listed %v, want %v", got, ids)
+	}
+}
