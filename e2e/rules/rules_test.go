@@ -1,5 +1,8 @@
-// Package rules tests firestore.rules in the Firestore emulator: what a
-// client may do directly, signed in or not, on every kind of document.
+// Package rules tests the project's Firestore security rules in the
+// emulator, what a client may do directly, signed in or not, on every kind
+// of document: as firestore.rules, and merged by scripts/firebase-merge.sh
+// into a sample app's own rules, whose collections must keep obeying the
+// app.
 package rules
 
 import (
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardcount/shardcount/internal/firebasemerge"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -21,7 +25,11 @@ var documents = []struct{ kind, path string }{
 	{"shard", "counters/c1/shards/0"},
 	{"idempotency record", "counters/c1/idempotency_keys/k1"},
 	{"roll-up slot", "counters/c1/rollup_slots/1"},
+	{"own member", "counters/c1/members/user-a"},
+	{"another's member", "counters/c1/members/user-b"},
+	{"time window", "counters/c1/windows/hour_2026-01-01T00:00:00Z"},
 	{"instrument", "instruments/i1"},
+	{"shardcount state", "shardcount/reconcile"},
 	{"unknown collection", "others/o1"},
 }
 
@@ -46,11 +54,11 @@ func loadRules(t *testing.T, project, rules string) {
 	}
 }
 
-// seed writes every document as an admin (rules do not apply).
-func seed(t *testing.T, project string) {
+// seed writes documents as an admin (rules do not apply).
+func seed(t *testing.T, project string, paths ...string) {
 	fs := testenv.Firestore(t, project)
-	for _, d := range documents {
-		if _, err := fs.Doc(d.path).Set(context.Background(), map[string]any{"count": 1}); err != nil {
+	for _, p := range paths {
+		if _, err := fs.Doc(p).Set(context.Background(), map[string]any{"count": 1, "author": "user-a"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +71,7 @@ func do(t *testing.T, project, token, op, path string) int {
 	host, _ := testenv.EmulatorHost()
 	docs := "http://" + host + "/v1/projects/" + project + "/databases/(default)/documents/"
 	parent, id := path[:strings.LastIndex(path, "/")], path[strings.LastIndex(path, "/")+1:]
-	fields := `{"fields": {"count": {"integerValue": "99"}}}`
+	fields := `{"fields": {"count": {"integerValue": "99"}, "author": {"stringValue": "user-a"}}}`
 	var req *http.Request
 	switch op {
 	case "get":
@@ -89,41 +97,94 @@ func do(t *testing.T, project, token, op, path string) int {
 	return resp.StatusCode
 }
 
-func TestRulesMatrix(t *testing.T) {
-	rules, err := os.ReadFile("../../firestore.rules")
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const off, on = "function anonymousCounterReads() {\n      return false;", "function anonymousCounterReads() {\n      return true;"
-	if !strings.Contains(string(rules), off) {
-		t.Fatalf("firestore.rules has no anonymousCounterReads switch set to false")
+	return string(b)
+}
+
+const switchOff, switchOn = "function shardcountAnonymousCounterReads() {\n      return false;", "function shardcountAnonymousCounterReads() {\n      return true;"
+
+// matrix runs every operation on every kind of document, with no token
+// and as user A, and checks the status against the rules' table.
+func matrix(t *testing.T, rules string, anonymousReads bool) string {
+	project := testenv.NewProjectID("rules")
+	loadRules(t, project, rules)
+	var paths []string
+	for _, d := range documents {
+		paths = append(paths, d.path)
+	}
+	seed(t, project, paths...)
+	userA := testenv.ValidIDToken(project, "user-a")
+	for _, who := range []struct{ name, token string }{{"no token", ""}, {"user A", userA}} {
+		for _, d := range documents {
+			for _, op := range ops {
+				signedIn := who.token != ""
+				allowed := op == "get" && (d.kind == "instrument" && signedIn ||
+					d.kind == "counter" && (signedIn || anonymousReads) ||
+					d.kind == "own member" && signedIn)
+				want := http.StatusForbidden
+				if allowed {
+					want = http.StatusOK
+				}
+				if got := do(t, project, who.token, op, d.path); got != want {
+					t.Errorf("%s %s %s: %d, want %d", who.name, op, d.kind, got, want)
+				}
+			}
+		}
+	}
+	return project
+}
+
+func TestRulesMatrix(t *testing.T) {
+	rules := readFile(t, "../../firestore.rules")
+	if !strings.Contains(rules, switchOff) {
+		t.Fatalf("firestore.rules has no shardcountAnonymousCounterReads switch set to false")
 	}
 	for _, anonymous := range []bool{false, true} {
 		t.Run(fmt.Sprintf("anonymousCounterReads=%v", anonymous), func(t *testing.T) {
-			project := testenv.NewProjectID("rules")
-			text := string(rules)
+			text := rules
 			if anonymous {
-				text = strings.Replace(text, off, on, 1)
+				text = strings.Replace(text, switchOff, switchOn, 1)
 			}
-			loadRules(t, project, text)
-			seed(t, project)
-			userA := testenv.ValidIDToken(project, "user-a")
-			for _, who := range []struct{ name, token string }{{"no token", ""}, {"user A", userA}} {
-				for _, d := range documents {
-					for _, op := range ops {
-						read := op == "get" || op == "list"
-						allowed := read && (d.kind == "instrument" && who.token != "" ||
-							d.kind == "counter" && (who.token != "" || anonymous))
-						want := http.StatusForbidden
-						if allowed {
-							want = http.StatusOK
-						}
-						if got := do(t, project, who.token, op, d.path); got != want {
-							t.Errorf("%s %s %s: %d, want %d", who.name, op, d.kind, got, want)
-						}
-					}
-				}
-			}
+			matrix(t, text, anonymous)
 		})
+	}
+}
+
+// TestMergedIntoAnApp runs the matrix on the sample app's rules with
+// shardcount's block merged in (internal/firebasemerge, what
+// scripts/firebase-merge.sh does), and checks the app's own collections
+// still obey the app's rules.
+func TestMergedIntoAnApp(t *testing.T) {
+	block, err := firebasemerge.Block(readFile(t, "../../firestore.rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, warnings, err := firebasemerge.Rules(readFile(t, "../../internal/firebasemerge/testdata/app/firestore.rules"), block)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("merge: %v %v", err, warnings)
+	}
+	project := matrix(t, merged, false)
+	seed(t, project, "posts/p1", "users/user-a", "users/user-b")
+	userA := testenv.ValidIDToken(project, "user-a")
+	for _, c := range []struct {
+		who, token, op, path string
+		want                 int
+	}{
+		{"user A", userA, "get", "posts/p1", 200},
+		{"user A", userA, "list", "posts/p1", 200},
+		{"user A", userA, "create", "posts/p1", 200},
+		{"no token", "", "get", "posts/p1", 403},
+		{"user A", userA, "get", "users/user-a", 200},
+		{"user A", userA, "update", "users/user-a", 200},
+		{"user A", userA, "get", "users/user-b", 403},
+	} {
+		if got := do(t, project, c.token, c.op, c.path); got != c.want {
+			t.Errorf("the app's own rules, %s %s %s: %d, want %d", c.who, c.op, c.path, got, c.want)
+		}
 	}
 }
