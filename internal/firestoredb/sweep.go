@@ -20,11 +20,7 @@ type SweepEntry struct {
 // SweepPage lists up to limit counters after the id after, in id order,
 // deleted ones included.
 func (s *Counters) SweepPage(ctx context.Context, after string, limit int) ([]SweepEntry, error) {
-	q := s.db.client.Collection(CountersCollection).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
-	if after != "" {
-		q = q.StartAfter(after)
-	}
-	docs, err := s.db.queryAll(ctx, q.Select(fieldDeletedAt))
+	docs, err := s.db.queryAll(ctx, s.SweepQuery(after, limit))
 	if err != nil {
 		return nil, classify(err, "list counters")
 	}
@@ -34,6 +30,15 @@ func (s *Counters) SweepPage(ctx context.Context, after string, limit int) ([]Sw
 		out[i] = SweepEntry{ID: d.Ref.ID, Deleted: deleted}
 	}
 	return out, nil
+}
+
+// SweepQuery is SweepPage's query.
+func (s *Counters) SweepQuery(after string, limit int) firestore.Query {
+	q := s.db.client.Collection(CountersCollection).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	return q.Select(fieldDeletedAt)
 }
 
 // ReconcileCursor is where the resumable reconcile sweep stands.

@@ -73,16 +73,18 @@ type Order struct {
 }
 
 // Shape is what an index must provide for a query: the collection, the
-// fields filtered by equality (== or in), and the orderings.
+// fields filtered by equality (== or in), those filtered by a range (<,
+// <=, >, >=), and the orderings.
 type Shape struct {
 	Collection      string
 	CollectionGroup bool
 	Equality        []string
+	Range           []string
 	OrderBy         []Order
 }
 
 func (s Shape) String() string {
-	return fmt.Sprintf("%s equality=%v orderBy=%v", s.Collection, s.Equality, s.OrderBy)
+	return fmt.Sprintf("%s group=%v equality=%v range=%v orderBy=%v", s.Collection, s.CollectionGroup, s.Equality, s.Range, s.OrderBy)
 }
 
 // ShapeOf derives a query's shape from the request the client would send.
@@ -128,6 +130,12 @@ func addFilter(s *Shape, f *pb.StructuredQuery_Filter) error {
 		case pb.StructuredQuery_FieldFilter_EQUAL, pb.StructuredQuery_FieldFilter_IN:
 			s.Equality = append(s.Equality, f.GetFieldFilter().GetField().GetFieldPath())
 			return nil
+		case pb.StructuredQuery_FieldFilter_LESS_THAN, pb.StructuredQuery_FieldFilter_LESS_THAN_OR_EQUAL,
+			pb.StructuredQuery_FieldFilter_GREATER_THAN, pb.StructuredQuery_FieldFilter_GREATER_THAN_OR_EQUAL:
+			if field := f.GetFieldFilter().GetField().GetFieldPath(); !slices.Contains(s.Range, field) {
+				s.Range = append(s.Range, field)
+			}
+			return nil
 		default:
 			return fmt.Errorf("indexcheck: filter %v is not modelled", op)
 		}
@@ -135,10 +143,59 @@ func addFilter(s *Shape, f *pb.StructuredQuery_Filter) error {
 	return fmt.Errorf("indexcheck: filter %v is not modelled", f)
 }
 
+// SingleField reports whether the automatic single-field indexes serve s,
+// so it needs no composite index: a query of one collection (not a
+// collection group, whose single-field indexes are not automatic) that
+// filters by equality only, ordered by nothing but the document id, or
+// that filters and orders on one field alone. A field whose single-field
+// indexes an override removes serves nothing.
+func (f *File) SingleField(s Shape) bool {
+	if s.CollectionGroup {
+		return false
+	}
+	fields := map[string]bool{}
+	for _, r := range s.Range {
+		fields[r] = true
+	}
+	for _, o := range s.OrderBy {
+		if o.Field != firestore.DocumentID {
+			fields[o.Field] = true
+		}
+	}
+	for _, e := range s.Equality {
+		if f.exempt(s.Collection, e) {
+			return false
+		}
+	}
+	for field := range fields {
+		if f.exempt(s.Collection, field) {
+			return false
+		}
+	}
+	switch {
+	case len(fields) == 0:
+		return true // equalities (merged) ordered by id
+	case len(fields) == 1 && len(s.Equality) == 0:
+		return len(s.OrderBy) < 2 || s.OrderBy[1].Desc == s.OrderBy[0].Desc // a second, id, ordering follows the first's direction
+	}
+	return false
+}
+
+// exempt reports whether an override removes field's single-field indexes.
+func (f *File) exempt(collection, field string) bool {
+	for _, o := range f.FieldOverrides {
+		if o.CollectionGroup == collection && o.FieldPath == field && len(o.Indexes) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Serving returns the position of the composite index that serves s, or
 // -1. An index serves s when it starts with s's equality fields (in any
-// order) followed by s's orderings; a final ordering on the document id is
-// implied by the index, in the direction of its last field.
+// order) followed by s's orderings (a range filter's field must be the
+// first of them); a final ordering on the document id is implied by the
+// index, in the direction of its last field.
 func (f *File) Serving(s Shape) int {
 	scope := "COLLECTION"
 	if s.CollectionGroup {
@@ -179,6 +236,11 @@ func serves(fields []IndexField, s Shape) bool {
 	}
 	if len(rest) != len(orders) {
 		return false
+	}
+	for _, r := range s.Range {
+		if len(orders) == 0 || orders[0].Field != r {
+			return false // Firestore orders by the range field first
+		}
 	}
 	for i, o := range orders {
 		if rest[i].FieldPath != o.Field || (rest[i].Order == "DESCENDING") != o.Desc {

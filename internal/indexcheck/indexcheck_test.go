@@ -36,3 +36,38 @@ func TestServing(t *testing.T) {
 		}
 	}
 }
+
+func TestRangeAndSingleField(t *testing.T) {
+	asc := func(f string) IndexField { return IndexField{FieldPath: f, Order: "ASCENDING"} }
+	desc := func(f string) IndexField { return IndexField{FieldPath: f, Order: "DESCENDING"} }
+	history := Shape{Collection: "c", Equality: []string{"g"}, Range: []string{"start"}, OrderBy: []Order{{"start", false}}}
+	if index(asc("g"), asc("start")).Serving(history) != 0 {
+		t.Error("(g, start) does not serve g == and a range on start")
+	}
+	if index(asc("g"), asc("other"), asc("start")).Serving(history) != -1 {
+		t.Error("an index with a field between serves it")
+	}
+	rangeNotFirst := Shape{Collection: "c", Range: []string{"count"}, OrderBy: []Order{{"name", false}, {"count", true}}}
+	if index(asc("name"), desc("count")).Serving(rangeNotFirst) != -1 {
+		t.Error("a range on a field ordered second is served")
+	}
+	f := &File{FieldOverrides: []FieldOverride{{CollectionGroup: "c", FieldPath: "ts"}}}
+	for _, tc := range []struct {
+		name  string
+		shape Shape
+		want  bool
+	}{
+		{"equality by id", Shape{Collection: "c", Equality: []string{"owner"}, OrderBy: []Order{{firestore.DocumentID, false}}}, true},
+		{"id order only", Shape{Collection: "c", OrderBy: []Order{{firestore.DocumentID, false}}}, true},
+		{"one field, range and order", Shape{Collection: "c", Range: []string{"count"}, OrderBy: []Order{{"count", true}}}, true},
+		{"one field, then id the same way", Shape{Collection: "c", OrderBy: []Order{{"count", true}, {firestore.DocumentID, true}}}, true},
+		{"one field, then id the other way", Shape{Collection: "c", OrderBy: []Order{{"count", true}, {firestore.DocumentID, false}}}, false},
+		{"equality and an order", Shape{Collection: "c", Equality: []string{"g"}, OrderBy: []Order{{"start", false}}}, false},
+		{"a collection group", Shape{Collection: "c", CollectionGroup: true, Equality: []string{"g"}}, false},
+		{"an exempt field", Shape{Collection: "c", OrderBy: []Order{{"ts", true}}}, false},
+	} {
+		if got := f.SingleField(tc.shape); got != tc.want {
+			t.Errorf("%s: SingleField = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
