@@ -83,3 +83,27 @@ func TestDeltaFor(t *testing.T) {
 		t.Errorf("like: %v", err)
 	}
 }
+
+func TestAddAndBound(t *testing.T) {
+	for _, tc := range []struct {
+		a, b int64
+		sum  int64
+		ok   bool
+	}{
+		{1, 2, 3, true},
+		{math.MaxInt64, 1, 0, false},
+		{math.MinInt64, -1, 0, false},
+		{math.MaxInt64, -1, math.MaxInt64 - 1, true},
+		{-5, 5, 0, true},
+	} {
+		if sum, ok := Add(tc.a, tc.b); sum != tc.sum || ok != tc.ok {
+			t.Errorf("Add(%d, %d) = %d, %v", tc.a, tc.b, sum, ok)
+		}
+	}
+	if !InBound(MaxCount) || !InBound(-MaxCount) || InBound(MaxCount+1) || InBound(-MaxCount-1) {
+		t.Error("InBound is not ±MaxCount")
+	}
+	if !Saturated(math.MaxInt64) || !Saturated(math.MinInt64) || Saturated(MaxCount) {
+		t.Error("Saturated")
+	}
+}

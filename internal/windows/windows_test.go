@@ -1,0 +1,53 @@
+package windows
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBuckets(t *testing.T) {
+	at := time.Date(2026, 11, 23, 5, 17, 42, 5, time.FixedZone("x", 3600))
+	for _, tc := range []struct {
+		g     Granularity
+		start string
+		id    string
+	}{
+		{Minute, "2026-11-23T04:17:00Z", "minute_2026-11-23T04:17:00Z"},
+		{Hour, "2026-11-23T04:00:00Z", "hour_2026-11-23T04:00:00Z"},
+		{Day, "2026-11-23T00:00:00Z", "day_2026-11-23T00:00:00Z"},
+	} {
+		start := tc.g.Start(at)
+		if got := start.Format(time.RFC3339); got != tc.start {
+			t.Errorf("%s start of %s = %s, want %s", tc.g, at, got, tc.start)
+		}
+		if got := DocID(tc.g, start); got != tc.id {
+			t.Errorf("DocID = %s, want %s", got, tc.id)
+		}
+		if got := Window(tc.g, at, true); !got.Equal(start.Add(-tc.g.Length())) {
+			t.Errorf("%s previous window = %s", tc.g, got)
+		}
+	}
+	if got := DefaultRetention.ExpireAt(Minute, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 1, 3, 0, 1, 0, 0, time.UTC)) {
+		t.Errorf("a minute expires at %s, want 48 h after it ends", got)
+	}
+}
+
+func TestRange(t *testing.T) {
+	from := time.Date(2026, 11, 23, 5, 17, 30, 0, time.UTC)
+	starts, err := Range(Minute, from, from.Add(3*time.Minute))
+	if err != nil || len(starts) != 4 || starts[0].Minute() != 17 || starts[3].Minute() != 20 {
+		t.Errorf("Range = %v, %v", starts, err)
+	}
+	if _, err := Range(Minute, from, from.Add(-time.Minute)); err == nil {
+		t.Error("from after to was accepted")
+	}
+	if _, err := Range(Minute, from, from.Add(MaxBuckets*time.Minute)); err == nil {
+		t.Errorf("%d buckets were accepted", MaxBuckets+1)
+	}
+	if _, err := Range(Day, from.AddDate(0, 0, -(MaxBuckets-1)), from); err != nil {
+		t.Errorf("%d days: %v", MaxBuckets, err)
+	}
+	if _, err := Parse("history", "week"); err == nil {
+		t.Error("week parsed")
+	}
+}
