@@ -10,6 +10,9 @@
 #   AUTH_PORT       Auth emulator port; it also takes AUTH_PORT+1 and +2 (default 9099)
 #   WEB_PORT        the web app (default 5173)
 #   AUTH            off | required          (default off here; required when deployed)
+#   ANONYMOUS_CREATE                        (default on with AUTH=required here, so the web app's
+#                                            anonymous visitors can create counters; off when deployed)
+#   RECONCILE_EVERY how often reconcileCounters runs, as Cloud Scheduler does deployed (default 1m)
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
@@ -26,8 +29,10 @@ export AUTH=${AUTH:-off}
 # The emulator sends trigger events one at a time (about 1,000/s here): pace a
 # hot counter's commits below that (README "Group commit").
 export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
+RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
 if [ "$AUTH" = required ]; then
   export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
+  export ANONYMOUS_CREATE=${ANONYMOUS_CREATE:-on}
 fi
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
@@ -55,7 +60,7 @@ export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT
 
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
-  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT"
+  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY"
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 
 echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"

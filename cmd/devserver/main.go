@@ -16,6 +16,9 @@
 // Firestore triggers with the emulator, and hands each event to its
 // function the way Eventarc does (internal/localdev/triggerbridge).
 //
+// With -reconcile-every, it calls reconcileCounters on that schedule, as
+// Cloud Scheduler does when deployed (scripts/dev.sh: every minute).
+//
 // /debug/shardcount serves what the functions counted (Firestore commits,
 // writes and reads by label, roll-up events), which loadgen reads.
 package main
@@ -25,11 +28,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
@@ -42,6 +48,7 @@ func main() {
 	port := flag.String("port", cmp.Or(os.Getenv("FUNCTIONS_PORT"), "8081"), "port of the functions")
 	triggerPort := flag.String("trigger-port", os.Getenv("TRIGGER_PORT"), "port receiving the Firestore emulator's trigger events (empty: none)")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address, for profiling under load (empty: off)")
+	reconcileEvery := flag.Duration("reconcile-every", 0, "call reconcileCounters this often, as Cloud Scheduler does when deployed (0: never)")
 	flag.Parse()
 
 	s := service.New(os.Getenv)
@@ -58,6 +65,9 @@ func main() {
 		pm.HandleFunc("/debug/pprof/", pprof.Index)
 		pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		go func() { log.Fatal(listen(*pprofAddr, pm)) }()
+	}
+	if *reconcileEvery > 0 {
+		go schedule(context.Background(), "http://"+net.JoinHostPort(*host, *port)+"/reconcileCounters", *reconcileEvery, logging.New(logging.Stdout, nil))
 	}
 	if *triggerPort != "" {
 		if err := serveTriggers(*host, *port, *triggerPort); err != nil {
@@ -95,4 +105,32 @@ func serveTriggers(host, port, triggerPort string) error {
 	}
 	log.Printf("devserver: trigger events of the emulator reach the functions through 127.0.0.1:%s", triggerPort)
 	return nil
+}
+
+// schedule POSTs {} to url every interval, like the Cloud Scheduler job of
+// a deployment calls reconcileCounters: it finishes the merges of quiet
+// counters, heals roll-ups whose last event was lost and purges deleted
+// counters.
+func schedule(ctx context.Context, url string, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Warn("scheduled reconcile failed", "error", err.Error())
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			log.Warn("scheduled reconcile failed", "status", resp.StatusCode)
+		}
+	}
 }

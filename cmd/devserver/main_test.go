@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -34,5 +37,29 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 	if serving.header <= 0 || serving.read <= 0 || serving.idle <= 0 {
 		t.Errorf("the devserver serves without timeouts: %+v", serving)
+	}
+}
+
+// TestScheduleCallsReconcile: the local stand-in for Cloud Scheduler
+// posts {} to reconcileCounters on its schedule.
+func TestScheduleCallsReconcile(t *testing.T) {
+	calls := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		calls <- r.Method + " " + r.URL.Path + " " + string(b)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go schedule(ctx, srv.URL+"/reconcileCounters", 20*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for range 2 {
+		select {
+		case got := <-calls:
+			if got != "POST /reconcileCounters {}" {
+				t.Fatalf("scheduled call: %s", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no scheduled call")
+		}
 	}
 }
