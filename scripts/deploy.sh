@@ -1,38 +1,49 @@
 #!/usr/bin/env bash
-# Deploys every function as a 2nd-gen Cloud Function, then the Firestore
-# rules and indexes, and schedules reconcileCounters.
+# Deploys the functions as 2nd-gen Cloud Functions, schedules
+# reconcileCounters, and adds the Firestore indexes and TTL policies they
+# need. Firestore rules are deployed only when asked: they would replace an
+# app's own.
 #
 #   PAGE_TOKEN_SECRET=page-token scripts/deploy.sh --project my-project
-#       [--region us-central1] [--only NAME] [--trigger-location nam5]
+#       [--region us-central1] [--only GROUPS|NAMES] [--trigger-location nam5]
+#       [--firestore-from PATH_TO_APP | --replace-rules]
 #       [--dry-run] [--force] [--insecure-open]
 #
-# Project and region also come from PROJECT_ID (or GOOGLE_CLOUD_PROJECT) and
-# REGION; the Firestore location from FIRESTORE_LOCATION. The functions get
-# the deployed settings of the README's table that are set in this
-# environment, validated before anything is deployed; PAGE_TOKEN_SECRET
-# names a Secret Manager secret and is required. AUTH=off needs
-# --insecure-open. --dry-run prints every command instead of running it. The
-# plan itself is generated from the function catalog by cmd/deployplan.
+# --only takes groups (counters, instruments) or function names, comma-
+# separated. --firestore-from deploys an app's rules and indexes after
+# scripts/firebase-merge.sh merged shardcount's into them (refused
+# otherwise); --replace-rules deploys this repository's own, replacing the
+# project's rules. Project and region also come from PROJECT_ID (or
+# GOOGLE_CLOUD_PROJECT) and REGION; the Firestore location from
+# FIRESTORE_LOCATION. The functions get the deployed settings of
+# docs/reference/settings.md that are set in this environment, validated
+# before anything is deployed; PAGE_TOKEN_SECRET names a Secret Manager
+# secret and is needed only with queryInstruments. AUTH=off needs
+# --insecure-open. --dry-run prints every command instead of running it.
+# The plan itself is generated from the function catalog by cmd/deployplan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "deploy: $*" >&2; exit 1; }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 project=${PROJECT_ID:-${GOOGLE_CLOUD_PROJECT:-}}
 region=${REGION:-us-central1}
 trigger_location=${FIRESTORE_LOCATION:-}
-only= dry_run= force= insecure_open=
+only= dry_run= force= insecure_open= firestore_from= replace_rules=
 while [ $# -gt 0 ]; do
   case "$1" in
     --project) project=${2:?--project needs a value}; shift 2 ;;
     --project=*) project=${1#*=}; shift ;;
     --region) region=${2:?--region needs a value}; shift 2 ;;
     --region=*) region=${1#*=}; shift ;;
-    --only) only=${2:?--only needs a function name}; shift 2 ;;
+    --only) only=${2:?--only needs groups or function names}; shift 2 ;;
     --only=*) only=${1#*=}; shift ;;
     --trigger-location) trigger_location=${2:?--trigger-location needs a value}; shift 2 ;;
     --trigger-location=*) trigger_location=${1#*=}; shift ;;
+    --firestore-from) firestore_from=${2:?--firestore-from needs the app directory}; shift 2 ;;
+    --firestore-from=*) firestore_from=${1#*=}; shift ;;
+    --replace-rules) replace_rules=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     --force) force=1; shift ;;
     --insecure-open) insecure_open=1; shift ;;
@@ -60,7 +71,8 @@ if [ -z "${FIREBASE_CLI+set}" ]; then
 fi
 
 plan=$(go run ./cmd/deployplan -project "$project" -region "$region" -only "$only" \
-  -trigger-location "$trigger_location" -firebase "$firebase" ${insecure_open:+-insecure-open})
+  -trigger-location "$trigger_location" -firebase "$firebase" -firestore-from "$firestore_from" \
+  ${replace_rules:+-replace-rules} ${insecure_open:+-insecure-open})
 
 if [ -n "$dry_run" ]; then
   printf '%s\n' "$plan"

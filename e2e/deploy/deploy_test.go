@@ -109,13 +109,16 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 			// FIRESTORE_DEADLINE (10s) + 5 s: a hanging call answers 503 first.
 			want = append(want, "--trigger-http", "--allow-unauthenticated", "--timeout=15s")
 		case spec.Kind == service.HTTPTrigger:
-			want = append(want, "--trigger-http", "--no-allow-unauthenticated", "--timeout=540s")
+			// RECONCILE_BUDGET (4m) + 2 × FIRESTORE_DEADLINE + 30 s.
+			want = append(want, "--trigger-http", "--no-allow-unauthenticated", "--timeout=290s")
 		case spec.Kind == service.FirestoreTrigger:
 			want = append(want,
 				"--trigger-event-filters=type=google.cloud.firestore.document.v1.written",
 				"--trigger-event-filters=database=(default)",
 				"--trigger-event-filters-path-pattern=document=counters/{counterId}/shards/{shardId}",
-				"--retry")
+				"--retry",
+				// 3 × ROLLUP_CADENCE (2s) + 2 × FIRESTORE_DEADLINE + 30 s.
+				"--timeout=56s")
 		}
 		for _, w := range want {
 			if !slices.Contains(args, w) {
@@ -126,11 +129,16 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 			t.Errorf("%s is an event function deployed with --trigger-http", spec.Name)
 		}
 	}
-	if !strings.Contains(plan, "firebase deploy --only firestore:rules,firestore:indexes --project demo-x") {
-		t.Errorf("rules and indexes are not deployed with the Firebase CLI:\n%s", plan)
+	// The rules are not replaced without a flag; the indexes and TTL
+	// policies are added (never removing any).
+	if strings.Contains(plan, "firestore:rules") || strings.Contains(plan, "firebaserules") || !strings.Contains(plan, "scripts/firebase-merge.sh") {
+		t.Errorf("a plain deploy touches the project's rules, or does not say how to merge them:\n%s", plan)
 	}
-	if !strings.Contains(plan, "gcloud scheduler jobs create http reconcile-counters") {
-		t.Errorf("reconcileCounters is not scheduled:\n%s", plan)
+	if !strings.Contains(plan, "gcloud firestore fields ttls update expire_at --project=demo-x --collection-group=windows --enable-ttl") {
+		t.Errorf("the TTL policies are not added:\n%s", plan)
+	}
+	if !strings.Contains(plan, "gcloud scheduler jobs create http reconcile-counters") || !strings.Contains(plan, "--attempt-deadline=290s") {
+		t.Errorf("reconcileCounters is not scheduled with an attempt deadline covering a run (290s):\n%s", plan)
 	}
 	if strings.Contains(plan, "page-token:") && strings.Contains(plan, "PAGE_TOKEN_SECRET=page-token;") {
 		t.Errorf("the secret's name is passed as a plain value:\n%s", plan)
@@ -138,7 +146,7 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 }
 
 func TestDryRunWithoutFirebaseCLIUsesGcloud(t *testing.T) {
-	plan, err := dryRun(t, []string{"FIREBASE_CLI="}, "--project=demo-x")
+	plan, err := dryRun(t, []string{"FIREBASE_CLI="}, "--project=demo-x", "--replace-rules")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -151,7 +159,8 @@ func TestDryRunWithoutFirebaseCLIUsesGcloud(t *testing.T) {
 		for _, f := range ix.Fields {
 			cfg = append(cfg, "--field-config=field-path="+f.FieldPath+",order="+strings.ToLower(f.Order))
 		}
-		if !strings.Contains(plan, "--collection-group="+ix.CollectionGroup+" --query-scope=collection --async "+strings.Join(cfg, " ")) {
+		scope := strings.ToLower(strings.ReplaceAll(ix.QueryScope, "_", "-"))
+		if !strings.Contains(plan, "--collection-group="+ix.CollectionGroup+" --query-scope="+scope+" --async "+strings.Join(cfg, " ")) {
 			t.Errorf("no gcloud command creates the index %v", ix)
 		}
 	}
@@ -164,7 +173,7 @@ func TestDryRunWithoutFirebaseCLIUsesGcloud(t *testing.T) {
 		}
 	}
 	if !strings.Contains(plan, "firebaserules.googleapis.com/v1/projects/demo-x/rulesets") ||
-		!strings.Contains(plan, "releases/cloud.firestore") || !strings.Contains(plan, "anonymousCounterReads") {
+		!strings.Contains(plan, "releases/cloud.firestore") || !strings.Contains(plan, "shardcountAnonymousCounterReads") {
 		t.Errorf("firestore.rules is not released through the Rules API:\n%s", plan)
 	}
 }
@@ -189,6 +198,8 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 		mention string
 	}{
 		"unknown function":     {nil, []string{"--project", "demo-x", "--only", "nope"}, "createCounter"},
+		"both rules flags":     {nil, []string{"--project", "demo-x", "--replace-rules", "--firestore-from", "."}, "exclusive"},
+		"cadence past 540 s":   {[]string{"ROLLUP_CADENCE=1m", "FIRESTORE_DEADLINE=5m"}, []string{"--project", "demo-x"}, "an event function may run"},
 		"no project":           {[]string{"PROJECT_ID=", "GOOGLE_CLOUD_PROJECT="}, nil, "project"},
 		"bad project":          {nil, []string{"--project", "Not A Project"}, "project"},
 		"wildcard origin":      {[]string{"CORS_ORIGINS=*"}, []string{"--project", "demo-x"}, "CORS_ORIGINS"},
@@ -311,7 +322,7 @@ func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
 	calls := filepath.Join(bin, "calls")
 	standInGcloud(t, bin, calls)
 	for i := range 2 {
-		cmd := exec.Command("bash", "scripts/deploy.sh", "--project", "demo-x", "--force")
+		cmd := exec.Command("bash", "scripts/deploy.sh", "--project", "demo-x", "--force", "--replace-rules")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=", "PAGE_TOKEN_SECRET=page-token")
 		out, err := cmd.CombinedOutput()
@@ -326,5 +337,61 @@ func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
 	}
 	if !strings.Contains(log, "scheduler jobs update http reconcile-counters") || strings.Count(log, "curl -sf -X PATCH") != 2 {
 		t.Errorf("the second deploy did not update the job and go on to the indexes:\n%s", log)
+	}
+}
+
+// TestDryRunOnlyCountersNeedsNoSecret: an app that wants counters deploys
+// their functions, trigger, job and indexes, and no secret.
+func TestDryRunOnlyCountersNeedsNoSecret(t *testing.T) {
+	plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters")
+	if err != nil {
+		t.Fatalf("--only counters without PAGE_TOKEN_SECRET: %v\n%s", err, plan)
+	}
+	lines := deployLines(t, plan)
+	for _, spec := range service.Catalog {
+		if _, ok := lines[spec.Name]; ok != (spec.Group == service.Counters) {
+			t.Errorf("--only counters: %s deployed %v", spec.Name, ok)
+		}
+	}
+	if strings.Contains(plan, "--set-secrets") || strings.Contains(plan, "instruments") || !strings.Contains(plan, "reconcile-counters") {
+		t.Errorf("--only counters plans a secret, an instruments index, or no job:\n%s", plan)
+	}
+	plan, err = dryRun(t, nil, "--project", "demo-x", "--only", "instruments,getCounter")
+	if lines := deployLines(t, plan); err != nil || len(lines) != 3 || lines["getCounter"] == nil || lines["queryInstruments"] == nil {
+		t.Errorf("--only instruments,getCounter deploys %v (%v)", lines, err)
+	}
+	if _, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "queryInstruments"); err == nil {
+		t.Error("queryInstruments was planned without PAGE_TOKEN_SECRET")
+	}
+}
+
+// TestDryRunFirestoreFromAnApp: a sample app's directory takes the merge,
+// then deploys its own rules and indexes, which now hold shardcount's; an
+// app that was not merged is refused, and told the command that merges.
+func TestDryRunFirestoreFromAnApp(t *testing.T) {
+	app := t.TempDir()
+	for _, f := range []string{"firestore.rules", "firestore.indexes.json"} {
+		b, err := os.ReadFile(filepath.Join(root, "internal/firebasemerge/testdata/app", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(app, f), b, 0o644)
+	}
+	out, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
+	if err == nil || !strings.Contains(out, "scripts/firebase-merge.sh "+app) {
+		t.Fatalf("an app without shardcount's block: %v\n%s", err, out)
+	}
+	merge := exec.Command("bash", "scripts/firebase-merge.sh", app)
+	merge.Dir = root
+	if out, err := merge.CombinedOutput(); err != nil {
+		t.Fatalf("firebase-merge.sh: %v\n%s", err, out)
+	}
+	plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
+	if err != nil || !strings.Contains(plan, "(cd "+app+" && ") || !strings.Contains(plan, "deploy --only firestore:rules,firestore:indexes --project demo-x") {
+		t.Fatalf("the merged app: %v\n%s", err, plan)
+	}
+	rules, _ := os.ReadFile(filepath.Join(app, "firestore.rules"))
+	if !strings.Contains(string(rules), "match /posts/{postId}") {
+		t.Errorf("the merge lost the app's own rules:\n%s", rules)
 	}
 }

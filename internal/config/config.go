@@ -84,7 +84,8 @@ type Config struct {
 
 	Limits map[ratelimit.Budget]ratelimit.Limit
 
-	// PageTokenSecret signs queryInstruments page tokens.
+	// PageTokenSecret signs queryInstruments page tokens; a deployed
+	// function that signs them refuses to start without it (service.New).
 	PageTokenSecret string
 
 	windowsOn bool              // WINDOWS
@@ -132,7 +133,7 @@ var Settings = []Setting{
 			}
 			return nil
 		}},
-	{"K_SERVICE", "", "Set by Cloud Functions / Cloud Run: the function is deployed. It then refuses the emulator settings and requires `PAGE_TOKEN_SECRET`.", Platform,
+	{"K_SERVICE", "", "Set by Cloud Functions / Cloud Run: the function is deployed. It then refuses the emulator settings, and a function that signs page tokens (`queryInstruments`) requires `PAGE_TOKEN_SECRET`.", Platform,
 		func(c *Config, v string) error { c.Deployed = v != ""; return nil }},
 	{"FIRESTORE_EMULATOR_HOST", "", "`host:port` of the Firestore emulator. Local only.", Local,
 		func(c *Config, v string) error { c.EmulatorHost = v; return nil }},
@@ -226,7 +227,7 @@ var Settings = []Setting{
 		}},
 	{"RATE_LIMITS", ratelimit.DefaultsString(), "Budgets of end users, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults. Each counts per user and per client address; rate 0 lifts a budget for both. Admins have none. See Security.", Deployed,
 		func(c *Config, v string) (err error) { c.Limits, err = ratelimit.Parse(v); return err }},
-	{"PAGE_TOKEN_SECRET", "", "Key that signs page tokens. Required when deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
+	{"PAGE_TOKEN_SECRET", "", "Key that signs `queryInstruments` page tokens. Required when that function is deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
 		func(c *Config, v string) error {
 			if v != "" && len(v) < 16 {
 				return errors.New("must be at least 16 characters")
@@ -287,9 +288,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			if s.Scope == Local && getenv(s.Name) != "" {
 				bad(s.Name, errors.New("must not be set on a deployed function (K_SERVICE is set): it is for the emulators only"))
 			}
-		}
-		if c.PageTokenSecret == "" {
-			bad("PAGE_TOKEN_SECRET", errors.New("is required when deployed: without it page tokens could be forged (scripts/deploy.sh passes it from Secret Manager)"))
 		}
 	}
 

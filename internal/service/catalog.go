@@ -98,3 +98,15 @@ var Catalog = []Spec{
 	{Name: "recordInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).recordInstruments},
 	{Name: "queryInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, SignsPageTokens: true, http: (*app).queryInstruments},
 }
+
+// SignsPageTokens names the functions of specs that sign page tokens,
+// which need PAGE_TOKEN_SECRET when deployed.
+func SignsPageTokens(specs []Spec) []string {
+	var out []string
+	for _, s := range specs {
+		if s.SignsPageTokens {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}

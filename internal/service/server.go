@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -75,6 +76,9 @@ func New(getenv func(string) string) *Server {
 func (s *Server) setup() {
 	s.once.Do(func() {
 		s.cfg, s.cfgErr = config.FromEnv(s.getenv)
+		if err := s.needsPageTokenKey(); err != nil {
+			s.cfgErr = errors.Join(s.cfgErr, err)
+		}
 		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
@@ -93,6 +97,21 @@ func (s *Server) setup() {
 			s.routes[spec.Name] = s.handler(spec)
 		}
 	})
+}
+
+// needsPageTokenKey refuses a deployed function that signs page tokens
+// without PAGE_TOKEN_SECRET: anyone could forge them. The buildpack runs
+// each deployed function with FUNCTION_TARGET, its entry point.
+func (s *Server) needsPageTokenKey() error {
+	if !s.cfg.Deployed || s.cfg.PageTokenSecret != "" {
+		return nil
+	}
+	for _, spec := range Catalog {
+		if spec.Name == s.getenv("FUNCTION_TARGET") && spec.SignsPageTokens {
+			return fmt.Errorf("PAGE_TOKEN_SECRET: is required by %s when deployed: without it page tokens could be forged (scripts/deploy.sh passes it from Secret Manager)", spec.Name)
+		}
+	}
+	return nil
 }
 
 // StartupError returns the settings a deployed function refuses, already

@@ -99,3 +99,18 @@ func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyPageTokenSignersNeedTheSecret: deployed, queryInstruments refuses
+// to start without PAGE_TOKEN_SECRET (its tokens could be forged), while a
+// counters function, which signs none, starts without it.
+func TestOnlyPageTokenSignersNeedTheSecret(t *testing.T) {
+	deployed := func(target string) *Server {
+		return serverWith(map[string]string{"K_SERVICE": strings.ToLower(target), "FUNCTION_TARGET": target, "GOOGLE_CLOUD_PROJECT": "p"})
+	}
+	if err := deployed("queryInstruments").StartupError(); err == nil || !strings.Contains(err.Error(), "PAGE_TOKEN_SECRET") {
+		t.Errorf("queryInstruments without the key: %v, want it refused", err)
+	}
+	if err := deployed("incrementCounter").StartupError(); err != nil {
+		t.Errorf("incrementCounter without the key: %v, want it to start", err)
+	}
+}
