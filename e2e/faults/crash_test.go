@@ -191,4 +191,3 @@ func TestTwoInstancesAndACrashAreExact(t *testing.T) {
 	}
 	t.Logf("%d increments on two instances, one killed and restarted; %d attempts retried on the other; exact", acked.Load(), retried.Load())
 }
-
