@@ -208,6 +208,17 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 			resp, err = http.Get(base + "/?consistency=strong&counter_id=" + id)
 		case "reshardCounter":
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)))
+		case "resetCounter":
+			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"count":7}`, id)))
+		case "deleteCounter":
+			if _, cerr := fs.Doc("counters/"+id+"-doomed").Set(context.Background(), map[string]any{"num_shards": 1, "count": 0}); cerr != nil {
+				t.Fatal(cerr)
+			}
+			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":"%s-doomed"}`, id)))
+		case "listCounters":
+			resp, err = http.Get(base + "/?limit=5")
+		case "topCounters":
+			resp, err = http.Get(base + "/?window=all")
 		case "rollupCounter":
 			snap, serr := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
 			if serr != nil {
