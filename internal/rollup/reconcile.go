@@ -1,0 +1,72 @@
+package rollup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
+)
+
+// Outcome is what Reconcile did to one counter.
+type Outcome struct {
+	// Corrected is true when the stored total was stale.
+	Corrected bool
+	// Drift, on a unique counter, is its member count minus the sum of
+	// its shards before the audit corrected the shards (0: they agreed).
+	Drift int64
+}
+
+// Reconcile recomputes a counter's total and writes it if the stored one
+// differs, whatever the cadence: it heals a roll-up whose last event was
+// lost, and finishes a shrink's merge on a counter nobody writes to. On a
+// unique counter it also audits the shards against the members, counted
+// at the same read time: the member count is the truth, and a difference
+// is corrected on the shards in the same commit, and logged.
+func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
+	log := logging.FromContext(ctx)
+	for range 3 {
+		c, err := r.store.Read(ctx, id)
+		if err != nil {
+			return Outcome{}, err
+		}
+		merged, err := r.finishMerge(ctx, &c)
+		if err != nil {
+			return Outcome{}, err
+		}
+		sums, readTime, err := r.sum(ctx, id)
+		if err != nil {
+			return Outcome{}, err
+		}
+		var drift int64
+		if c.Unique {
+			members, err := r.store.MemberCount(ctx, id, readTime)
+			if err != nil {
+				return Outcome{}, err
+			}
+			drift = members - sums.Count
+			sums.Count = members
+		}
+		if sums.Count == c.Count && !merged && drift == 0 {
+			return Outcome{}, nil
+		}
+		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if ok {
+			if drift != 0 {
+				log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
+					"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
+			}
+			if sums.Count != c.Count {
+				log.Warn("reconciled a stale roll-up", "count", sums.Count,
+					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
+			}
+			return Outcome{Corrected: sums.Count != c.Count, Drift: drift}, nil
+		}
+	}
+	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
+		"counter %q keeps changing; retry", id)
+}
