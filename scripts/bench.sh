@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Reproduces bench/README.md: starts a private Firestore emulator and three
-# function servers, runs `loadgen suite` (functions with and without group
-# commit against the raw emulator, in one run), and rewrites the results in
-# bench/README.md, bench/results.json, bench/increments.svg and
-# bench/groupcommit.svg. Extra arguments go to loadgen (e.g. -d 10s for
-# longer runs, the default being 5s per measurement; -soak 0 skips the
-# 3-minute soak). About 15 minutes.
+# Reproduces bench/README.md: starts a private Firestore emulator, the Auth
+# emulator and seven function servers, runs `loadgen suite` (functions with
+# and without group commit against the raw emulator, likes against raw
+# transactions, one instance against two, windows on and off, in one run),
+# and rewrites the results in bench/README.md, bench/results.json,
+# bench/increments.svg and bench/groupcommit.svg. Extra arguments go to
+# loadgen (e.g. -d 10s for longer runs, the default being 5s per
+# measurement; -soak 0 skips the 3-minute soak). About 20 minutes.
 #
 # The write-throughput runs use a project with no roll-up trigger, in every
 # mode, so they compare the same work: the emulator delivers trigger events
@@ -22,27 +23,43 @@ sc_workdir
 echo "building…"
 go build -o "$tmp/devserver" ./cmd/devserver
 go build -o "$tmp/loadgen" ./cmd/loadgen
+sc_npm_ci
 
 fs_port=$(sc_free_port)
 trigger_port=$(sc_free_port)
 sc_start_firestore "$fs_port" "$tmp/firestore.log" --functions_emulator="127.0.0.1:$trigger_port"
 export FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs_port
+# The likes sign users up here: its tokens are for the writes project.
+auth_port=$(sc_free_port)
+mkdir -p "$tmp/auth"
+PROJECT_ID=demo-bench-writes sc_start_auth "$auth_port" "$tmp/auth"
+export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$auth_port
 
-on_port=$(sc_free_port)
-off_port=$(sc_free_port)
-rollup_port=$(sc_free_port)
-# Functions as deployed, minus authentication (no token to mint here).
-common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST" SHARD_COUNT_CACHE=2s)
-sc_start on "$tmp/on.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on \
-  "$tmp/devserver" -port "$on_port"
-sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=off \
-  "$tmp/devserver" -port "$off_port"
+ports=()
+for _ in 1 2 3 4 5 6 7; do ports+=("$(sc_free_port)"); done
+on=${ports[0]} on2=${ports[1]} off=${ports[2]} rollup=${ports[3]} two_a=${ports[4]} two_b=${ports[5]} nowin=${ports[6]}
+url() { echo "http://127.0.0.1:$1"; }
+# Functions as deployed, minus authentication (AUTH=off; a token that is
+# sent is still checked, which the likes need).
+common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST" "FIREBASE_AUTH_EMULATOR_HOST=$FIREBASE_AUTH_EMULATOR_HOST" SHARD_COUNT_CACHE=2s)
+sc_start on "$tmp/on.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on"
+sc_start on2 "$tmp/on2.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on2"
+sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=off "$tmp/devserver" -port "$off"
+# The roll-up: one server takes the emulator's events and delivers those
+# of demo-bench-rollup to itself, of demo-bench-rollup2 to two servers at
+# random (two instances), of demo-bench-nowin to a server with WINDOWS=off.
 sc_start rollup "$tmp/rollup.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup GROUP_COMMIT_MAX_WAIT=2ms \
-  "$tmp/devserver" -port "$rollup_port" -trigger-port "$trigger_port"
-sc_wait_http "http://127.0.0.1:$on_port/" 30 "$SC_PID_on" "$tmp/on.log"
-sc_wait_http "http://127.0.0.1:$off_port/" 30 "$SC_PID_off" "$tmp/off.log"
-sc_wait_http "http://127.0.0.1:$rollup_port/" 30 "$SC_PID_rollup" "$tmp/rollup.log"
+  "$tmp/devserver" -port "$rollup" -trigger-port "$trigger_port" \
+  -route "demo-bench-rollup2=$(url "$two_a"),$(url "$two_b")" -route "demo-bench-nowin=$(url "$nowin")"
+sc_start two_a "$tmp/two_a.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup2 GROUP_COMMIT_MAX_WAIT=2ms "$tmp/devserver" -port "$two_a"
+sc_start two_b "$tmp/two_b.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup2 GROUP_COMMIT_MAX_WAIT=2ms "$tmp/devserver" -port "$two_b"
+sc_start nowin "$tmp/nowin.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-nowin GROUP_COMMIT_MAX_WAIT=2ms WINDOWS=off "$tmp/devserver" -port "$nowin"
+for name in on on2 off rollup two_a two_b nowin; do
+  pid=SC_PID_$name port=${!name}
+  sc_wait_http "$(url "$port")/" 30 "${!pid}" "$tmp/$name.log"
+done
 
-"$tmp/loadgen" -url "http://127.0.0.1:$on_port" -url-no-group-commit "http://127.0.0.1:$off_port" \
-  -rollup-url "http://127.0.0.1:$rollup_port" -project demo-bench-writes -raw-project demo-bench-raw \
+"$tmp/loadgen" -url "$(url "$on")" -url-second "$(url "$on2")" -url-no-group-commit "$(url "$off")" \
+  -rollup-url "$(url "$rollup")" -rollup-urls-two "$(url "$two_a"),$(url "$two_b")" -rollup-url-no-windows "$(url "$nowin")" \
+  -project demo-bench-writes -raw-project demo-bench-raw -rollup-project demo-bench-rollup \
   -d 5s -quiet -out bench "$@" suite

@@ -31,10 +31,12 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +51,15 @@ func main() {
 	triggerPort := flag.String("trigger-port", os.Getenv("TRIGGER_PORT"), "port receiving the Firestore emulator's trigger events (empty: none)")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address, for profiling under load (empty: off)")
 	reconcileEvery := flag.Duration("reconcile-every", 0, "call reconcileCounters this often, as Cloud Scheduler does when deployed (0: never)")
+	routes := map[string][]string{}
+	flag.Func("route", "with -trigger-port: PROJECT=URL[,URL…] also registers PROJECT's triggers and delivers its events to those function servers, at random (repeatable; benchmarks use it)", func(v string) error {
+		project, urls, ok := strings.Cut(v, "=")
+		if !ok || project == "" || urls == "" {
+			return errors.New("want PROJECT=URL[,URL…]")
+		}
+		routes[project] = strings.Split(urls, ",")
+		return nil
+	})
 	flag.Parse()
 
 	s := service.New(os.Getenv)
@@ -70,7 +81,7 @@ func main() {
 		go schedule(context.Background(), "http://"+net.JoinHostPort(*host, *port)+"/reconcileCounters", *reconcileEvery, logging.New(logging.Stdout, nil))
 	}
 	if *triggerPort != "" {
-		if err := serveTriggers(*host, *port, *triggerPort); err != nil {
+		if err := serveTriggers(*host, *port, *triggerPort, routes); err != nil {
 			log.Fatalf("devserver: %v", err)
 		}
 	}
@@ -90,18 +101,24 @@ func server(addr string, h http.Handler, t timeouts) *http.Server {
 
 func listen(addr string, h http.Handler) error { return server(addr, h, serving).ListenAndServe() }
 
-func serveTriggers(host, port, triggerPort string) error {
+func serveTriggers(host, port, triggerPort string, routes map[string][]string) error {
 	emulator, project := os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("GOOGLE_CLOUD_PROJECT")
 	if emulator == "" || project == "" {
 		return errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
 	}
-	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Log: logging.New(logging.Stdout, nil)}
+	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Routes: routes, Log: logging.New(logging.Stdout, nil)}
 	go func() { log.Fatal(listen(net.JoinHostPort(host, triggerPort), bridge)) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := triggerbridge.RegisterAll(ctx, emulator, project); err != nil {
-		return err
+	projects := slices.Compact(slices.Sorted(maps.Keys(routes)))
+	if !slices.Contains(projects, project) {
+		projects = append(projects, project)
+	}
+	for _, p := range projects {
+		if err := triggerbridge.RegisterAll(ctx, emulator, p); err != nil {
+			return err
+		}
 	}
 	log.Printf("devserver: trigger events of the emulator reach the functions through 127.0.0.1:%s", triggerPort)
 	return nil

@@ -14,6 +14,14 @@
 //	soak         increments at -rate (e.g. 900) for -d (e.g. 3m), then the
 //	             roll-up's catch-up time; samples the server's memory
 //	instruments  recordInstruments and queryInstruments (-read-ratio queries)
+//	likes        -users users like and unlike one unique counter at random
+//
+// -url takes several servers, comma-separated: each request goes to one of
+// them, as a deployment spreads requests over its instances. With
+// AUTH=required, -users N signs N users up against the Auth emulator
+// (FIREBASE_AUTH_EMULATOR_HOST) and spreads the load over them; for a
+// deployment, -tokens FILE reads one ID token per line instead (or -token
+// for one).
 //
 // With -mode raw, the same increments go straight to the Firestore emulator
 // (FIRESTORE_EMULATOR_HOST, project -project) with the Go client, the way the
@@ -43,23 +51,27 @@ import (
 )
 
 type flags struct {
-	url, mode, project, token, jsonOut string
-	concurrency, shards, counters      int
+	url, mode, project, token, tokensFile, jsonOut string
+	concurrency, shards, counters, users           int
 	duration, lagTimeout               time.Duration
 	requests                           int64
 	rate, readRatio                    float64
 	quiet                              bool
 	// suite
 	out, rollupURL, rawProject, noGroupCommitURL string
+	secondURL, rollupTwoURLs, noWindowsURL       string
+	rollupProject                                string
 	soak, cacheWait                              time.Duration
 }
 
 func main() {
 	var f flags
-	flag.StringVar(&f.url, "url", cmp.Or(os.Getenv("LOADGEN_URL"), "http://127.0.0.1:8081"), "base URL of the functions (local or https://REGION-PROJECT.cloudfunctions.net)")
+	flag.StringVar(&f.url, "url", cmp.Or(os.Getenv("LOADGEN_URL"), "http://127.0.0.1:8081"), "base URL of the functions (local or https://REGION-PROJECT.cloudfunctions.net); several, comma-separated, spread the load")
 	flag.StringVar(&f.mode, "mode", "functions", "functions: through the HTTP functions; raw: straight to the Firestore emulator")
 	flag.StringVar(&f.project, "project", cmp.Or(os.Getenv("GOOGLE_CLOUD_PROJECT"), "demo-shardcount"), "emulator project of -mode raw")
 	flag.StringVar(&f.token, "token", os.Getenv("FIREBASE_ID_TOKEN"), "Firebase ID token for AUTH=required (or FIREBASE_ID_TOKEN)")
+	flag.StringVar(&f.tokensFile, "tokens", "", "file of Firebase ID tokens, one per line: the load is spread over their users")
+	flag.IntVar(&f.users, "users", 0, "sign this many users up against the Auth emulator (FIREBASE_AUTH_EMULATOR_HOST) and spread the load over them")
 	flag.IntVar(&f.concurrency, "c", 16, "concurrent requests")
 	flag.DurationVar(&f.duration, "d", 10*time.Second, "how long to run")
 	flag.Int64Var(&f.requests, "n", 0, "stop after this many requests instead (0: use -d)")
@@ -74,6 +86,10 @@ func main() {
 	flag.StringVar(&f.rollupURL, "rollup-url", "", "suite: functions whose project has the roll-up trigger (default -url)")
 	flag.StringVar(&f.rawProject, "raw-project", "", "suite: emulator project of the raw baseline (default -project + \"-raw\")")
 	flag.StringVar(&f.noGroupCommitURL, "url-no-group-commit", "", "suite: functions with GROUP_COMMIT=off, in -project (empty: skip that mode)")
+	flag.StringVar(&f.secondURL, "url-second", "", "suite: a second function server in -project, for the two-instance runs (empty: skip them)")
+	flag.StringVar(&f.rollupTwoURLs, "rollup-urls-two", "", "suite: two function servers, comma-separated, whose roll-up events are spread over both (empty: skip)")
+	flag.StringVar(&f.noWindowsURL, "rollup-url-no-windows", "", "suite: functions with WINDOWS=off and the roll-up trigger (empty: skip)")
+	flag.StringVar(&f.rollupProject, "rollup-project", "", "suite: emulator project of -rollup-url, where rankings and histories are timed")
 	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
 	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
 	flag.Usage = func() {
@@ -106,7 +122,11 @@ func run(ctx context.Context, f flags, scenario string) error {
 	case "render":
 		return render(f.out)
 	}
-	fns := loadtest.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, f.concurrency)
+	tokens, err := f.tokens(ctx)
+	if err != nil {
+		return err
+	}
+	fns := loadtest.NewFunctions(strings.Split(f.url, ","), tokens, f.concurrency)
 	var counters loadtest.Counters = fns
 	if f.mode == "raw" {
 		raw, err := rawClient(ctx, f.project)
@@ -120,8 +140,20 @@ func run(ctx context.Context, f flags, scenario string) error {
 	rollup := f.mode == "functions"
 
 	var result any
-	var err error
 	switch scenario {
+	case "likes":
+		var l loadtest.Liker = fns
+		if f.mode == "raw" {
+			l = &loadtest.RawLikes{Raw: counters.(*loadtest.Raw), Count: max(f.users, f.concurrency)}
+		}
+		var r loadtest.LikesReport
+		r, err = loadtest.Likes(ctx, l, f.mode, opts, f.shards)
+		printReport(os.Stdout, r.Report)
+		fmt.Printf("users %d, liking at the end %d, member documents %d\n", r.Users, r.Liking, r.MemberDocs)
+		result = r
+		if err == nil && !r.Check.Exact {
+			err = errors.New("the likes are NOT exact")
+		}
 	case "hot", "spread", "mixed":
 		spec := loadtest.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
 		if scenario == "spread" {
@@ -215,4 +247,35 @@ func writeJSON(path string, v any) error {
 
 func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// tokens are the ID tokens to spread the load over: -tokens, -users or
+// -token.
+func (f flags) tokens(ctx context.Context) ([]string, error) {
+	switch {
+	case f.tokensFile != "":
+		b, err := os.ReadFile(f.tokensFile)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for line := range strings.Lines(string(b)) {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s holds no token", f.tokensFile)
+		}
+		return out, nil
+	case f.users > 0:
+		host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
+		if host == "" {
+			return nil, errors.New("-users signs users up against the Auth emulator: set FIREBASE_AUTH_EMULATOR_HOST (for a deployment, use -tokens FILE)")
+		}
+		return loadtest.SignUp(ctx, host, f.users)
+	case f.token != "":
+		return []string{f.token}, nil
+	}
+	return nil, nil
 }

@@ -41,11 +41,11 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	if err != nil {
 		return err
 	}
-	writes := loadtest.NewFunctions(strings.TrimSuffix(f.url, "/"), f.token, 64)
+	writes := loadtest.NewFunctions([]string{f.url}, nil, 64)
 	targets := map[string]loadtest.Counters{modeGroup: writes, modeRaw: raw}
 	modes := []string{modeGroup}
 	if f.noGroupCommitURL != "" {
-		targets[modeNoGroup] = loadtest.NewFunctions(strings.TrimSuffix(f.noGroupCommitURL, "/"), f.token, 64)
+		targets[modeNoGroup] = loadtest.NewFunctions([]string{f.noGroupCommitURL}, nil, 64)
 		modes = append(modes, modeNoGroup)
 	}
 	modes = append(modes, modeRaw)
@@ -53,7 +53,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	if rollupURL == "" {
 		rollupURL = f.url
 	}
-	rolled := loadtest.NewFunctions(strings.TrimSuffix(rollupURL, "/"), f.token, 64)
+	rolled := loadtest.NewFunctions([]string{rollupURL}, nil, 64)
 
 	s := loadtest.Suite{
 		Command:    "scripts/bench.sh" + suiteArgs(f),
@@ -168,6 +168,10 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		return err
 	}
 	s.Sweep = &sweep
+
+	if err := appsSuite(ctx, f, opts, &s, writes, raw, rolled, lag); err != nil {
+		return err
+	}
 
 	// Instruments queries by shard count, each in a project of its own.
 	for _, shards := range []int{1, 3, 64} {

@@ -48,7 +48,7 @@ func costOf(before, after service.Stats, increments int64) *Cost {
 }
 
 // snapshot reads the server's counts when the target reports them.
-func snapshot(ctx context.Context, c Counters) (service.Stats, bool) {
+func snapshot(ctx context.Context, c any) (service.Stats, bool) {
 	s, ok := c.(statser)
 	if !ok {
 		return service.Stats{}, false

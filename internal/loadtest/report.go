@@ -21,6 +21,10 @@ type Suite struct {
 	Reshard    *ReshardReport `json:"reshard,omitempty"`
 	Sweep      *SweepReport   `json:"sweep,omitempty"`
 	Queries    []ReadLatency  `json:"instrument_queries"`
+	// What apps count with: likes, several instances, time windows.
+	Likes     []LikesReport    `json:"likes,omitempty"`
+	Instances *InstancesReport `json:"instances,omitempty"`
+	Windows   *WindowsReport   `json:"windows,omitempty"`
 }
 
 // Modes the increments benchmark runs, in the tables' order.
@@ -150,6 +154,8 @@ func (s *Suite) Markdown(w io.Writer) {
 			float64(sw.Reads)/float64(sw.Checked), float64(sw.Aggregations)/float64(sw.Checked), float64(sw.Commits)/float64(sw.Checked),
 			1e6/perSec/60, 1e6/perSec/240*0.25, float64(sw.Reads)/float64(sw.Checked), float64(sw.Aggregations)/float64(sw.Checked))
 	}
+
+	s.appsMarkdown(w)
 
 	if len(s.Queries) > 0 {
 		fmt.Fprintln(w)

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/service"
 )
 
@@ -40,37 +42,54 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return e.Msg }
 
-// Functions calls the deployed or local HTTP functions at Base.
+// Functions calls the deployed or local HTTP functions: each request goes
+// to one of Bases (several servers: several instances) and carries one of
+// Tokens (several users), at random.
 type Functions struct {
-	Base  string
-	Token string // a Firebase ID token when AUTH=required
-	HTTP  *http.Client
+	Bases  []string
+	Tokens []string // Firebase ID tokens when AUTH=required; none: no header
+	HTTP   *http.Client
 }
 
-// NewFunctions returns a client keeping enough idle connections for
-// concurrency requests at once.
-func NewFunctions(base, token string, concurrency int) *Functions {
+// NewFunctions returns a client of the servers at bases, as the users of
+// tokens, keeping enough idle connections for concurrency requests at once.
+func NewFunctions(bases, tokens []string, concurrency int) *Functions {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = concurrency
-	tr.MaxIdleConns = concurrency
-	return &Functions{Base: base, Token: token, HTTP: &http.Client{Transport: tr, Timeout: time.Minute}}
+	tr.MaxIdleConns = concurrency * len(bases)
+	for i := range bases {
+		bases[i] = strings.TrimSuffix(bases[i], "/")
+	}
+	return &Functions{Bases: bases, Tokens: tokens, HTTP: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+func (f *Functions) token() string {
+	if len(f.Tokens) == 0 {
+		return ""
+	}
+	return f.Tokens[rand.IntN(len(f.Tokens))]
 }
 
 func (f *Functions) do(ctx context.Context, method, fn, query string, body any, out any) (int, error) {
+	return f.doAs(ctx, f.Bases[rand.IntN(len(f.Bases))], f.token(), method, fn, query, body, out)
+}
+
+// doAs calls fn on the server at base, as the holder of token.
+func (f *Functions) doAs(ctx context.Context, base, token, method, fn, query string, body any, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, f.Base+"/"+fn+query, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+"/"+fn+query, rd)
 	if err != nil {
 		return 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if f.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+f.Token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := f.HTTP.Do(req)
 	if err != nil {
@@ -89,12 +108,28 @@ func (f *Functions) do(ctx context.Context, method, fn, query string, body any, 
 	return resp.StatusCode, nil
 }
 
-// Stats reads what the function server counted (served locally at
-// /debug/shardcount by cmd/devserver).
+// Stats reads what the function servers counted, summed over all of them
+// (served locally at /debug/shardcount by cmd/devserver).
 func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
-	var s service.Stats
-	_, err := f.do(ctx, "GET", "debug/shardcount", "", nil, &s)
-	return s, err
+	total := service.Stats{Firestore: map[string]firestoredb.OpCounts{}}
+	for _, base := range f.Bases {
+		var s service.Stats
+		if _, err := f.doAs(ctx, base, "", "GET", "debug/shardcount", "", nil, &s); err != nil {
+			return service.Stats{}, err
+		}
+		total.RollupEvents += s.RollupEvents
+		total.RSSBytes = max(total.RSSBytes, s.RSSBytes)
+		for label, o := range s.Firestore {
+			t := total.Firestore[label]
+			t.Commits += o.Commits
+			t.FailedCommits += o.FailedCommits
+			t.Writes += o.Writes
+			t.Reads += o.Reads
+			t.Aggregations += o.Aggregations
+			total.Firestore[label] = t
+		}
+	}
+	return total, nil
 }
 
 // Reshard changes a counter's shard count through reshardCounter.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
@@ -123,6 +124,7 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 }
 
 func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	ctx = firestoredb.WithLabel(ctx, "read")
 	var body GetCounterRequest
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err

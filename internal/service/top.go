@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/windows"
@@ -35,6 +36,7 @@ type RankedCounter struct {
 }
 
 func (a *app) topCounters(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	ctx = firestoredb.WithLabel(ctx, "read")
 	var body TopCountersRequest
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err

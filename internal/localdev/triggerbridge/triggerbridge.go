@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,8 +41,10 @@ import (
 // Delivery is one event as the bridge forwards it, in production form.
 type Delivery struct {
 	Function string
-	Header   http.Header
-	Body     []byte
+	// Project is the project whose write the event is about.
+	Project string
+	Header  http.Header
+	Body    []byte
 }
 
 // Subject returns the event's ce-subject, "documents/<path>".
@@ -51,6 +54,10 @@ func (d *Delivery) Subject() string { return d.Header.Get("Ce-Subject") }
 type Bridge struct {
 	// Target is the base URL of the functions, e.g. http://127.0.0.1:8081.
 	Target string
+	// Routes, when set, send a project's events to one of its base URLs,
+	// at random, as Eventarc spreads events over a function's instances;
+	// other projects' events go to Target.
+	Routes map[string][]string
 	// Intercept, when set, sees every event first; returning false drops
 	// it (tests use this to capture events or simulate a lost one).
 	Intercept func(*Delivery) bool
@@ -116,6 +123,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := Convert(parts[4], r.Header, body)
+	d.Project = parts[2]
 	if b.Intercept != nil && !b.Intercept(d) {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -176,7 +184,11 @@ func Convert(function string, h http.Header, body []byte) *Delivery {
 
 // Deliver POSTs d to its function once and returns the HTTP status.
 func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(b.Target, "/")+"/"+d.Function, bytes.NewReader(d.Body))
+	target := b.Target
+	if urls := b.Routes[d.Project]; len(urls) > 0 {
+		target = urls[rand.IntN(len(urls))]
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(target, "/")+"/"+d.Function, bytes.NewReader(d.Body))
 	if err != nil {
 		return 0, err
 	}

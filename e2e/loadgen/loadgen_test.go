@@ -1,0 +1,92 @@
+// Package loadgen load-tests a secured setup the way docs/operations/
+// load-testing.md tells a user to: AUTH=required, the budgets raised for a
+// load test (per user and per client address), and cmd/loadgen spreading
+// the load over users it signs up against the Auth emulator. Nothing may
+// be refused for a budget, and every run must end exact. It runs on a
+// Firestore emulator of its own, which delivers the roll-up's events here.
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/shardcount/shardcount" // registers the functions
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+)
+
+// LoadTestBudgets is what docs/operations/load-testing.md says to set.
+const LoadTestBudgets = "increment=0:1,create=0:1,strong=0:1"
+
+var base, project, emulatorAddr, triggerAddr string
+
+func TestMain(m *testing.M) {
+	_, fsErr := testenv.EmulatorHost()
+	_, authErr := testenv.AuthEmulatorHost()
+	if testenv.Missing(fsErr, authErr) {
+		os.Exit(0)
+	}
+	var err error
+	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
+		triggerAddr, err = testenv.FreeAddr()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	project = testenv.AuthProject() // loadgen's sign-ups get tokens of this project
+	testenv.Setenv(map[string]string{
+		"GOOGLE_CLOUD_PROJECT":    project,
+		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
+		"AUTH":                    "required",
+		"RATE_LIMITS":             LoadTestBudgets,
+		"GROUP_COMMIT_MAX_WAIT":   "2ms",
+		"LOG_LEVEL":               "warn",
+	})
+	if base, err = testenv.StartFunctions(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func TestLoadgenWithManyUsers(t *testing.T) {
+	testenv.StartEmulator(t, emulatorAddr, "--functions_emulator="+triggerAddr)
+	testenv.ServeTriggers(t, emulatorAddr, project, triggerAddr, base)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "loadgen")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/loadgen").CombinedOutput(); err != nil {
+		t.Fatalf("build loadgen: %v\n%s", err, out)
+	}
+	for _, scenario := range []string{"hot", "likes"} {
+		out := filepath.Join(dir, scenario+".json")
+		args := []string{"-url", base, "-users", "50", "-d", "3s", "-c", "16", "-shards", "10", "-quiet", "-json", out, scenario}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "FIRESTORE_EMULATOR_HOST="+emulatorAddr)
+		stdout, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("loadgen %v: %v\n%s", args, err, stdout)
+		}
+		var r struct {
+			OK     int64          `json:"ok"`
+			Errors map[string]int `json:"errors_by_status"`
+			Check  struct {
+				Strong int64
+				Exact  bool
+			} `json:"check"`
+			Liking int64 `json:"liking"`
+		}
+		b, _ := os.ReadFile(out)
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v\n%s", out, err, b)
+		}
+		if r.OK == 0 || len(r.Errors) > 0 || !r.Check.Exact {
+			t.Errorf("loadgen -users 50 %s: %d ok, errors %v, exact %v\n%s", scenario, r.OK, r.Errors, r.Check.Exact, stdout)
+		}
+		t.Logf("%s: %d ok, strong %d, liking %d", scenario, r.OK, r.Check.Strong, r.Liking)
+	}
+}
