@@ -53,10 +53,10 @@ import (
 type flags struct {
 	url, mode, project, token, tokensFile, jsonOut string
 	concurrency, shards, counters, users           int
-	duration, lagTimeout               time.Duration
-	requests                           int64
-	rate, readRatio                    float64
-	quiet                              bool
+	duration, lagTimeout                           time.Duration
+	requests                                       int64
+	rate, readRatio                                float64
+	quiet                                          bool
 	// suite
 	out, rollupURL, rawProject, noGroupCommitURL string
 	secondURL, rollupTwoURLs, noWindowsURL       string
