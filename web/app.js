@@ -1,5 +1,7 @@
 // The reference client of shardcount: the Firebase JS SDK against the
-// functions' callable protocol, and a realtime listener on the roll-up.
+// functions' callable protocol, a realtime listener on the roll-up, a like
+// button on a unique counter (its state live from the user's member
+// document), the last hour's history and what is trending.
 // scripts/dev.sh bundles it with esbuild and serves this directory; the
 // emulators' addresses come from the page's query string (dev.sh prints
 // the URL), with dev.sh's defaults.
@@ -25,6 +27,7 @@ connectFunctionsEmulator(functions, fnHost, Number(fnPort));
 const createCounter = httpsCallable(functions, "createCounter");
 const incrementCounter = httpsCallable(functions, "incrementCounter");
 const getCounter = httpsCallable(functions, "getCounter");
+const topCounters = httpsCallable(functions, "topCounters");
 const queryInstruments = httpsCallable(functions, "queryInstruments");
 
 const $ = (id) => document.getElementById(id);
@@ -57,14 +60,19 @@ async function callWithRetry(fn, data) {
 
 let counterId = "";
 let unsubscribe = null;
+let unsubscribeMember = null;
 let asOf = null;
 let pending = 0;
 
-function open(id) {
+async function open(id) {
   counterId = id;
   if (unsubscribe) unsubscribe();
+  if (unsubscribeMember) unsubscribeMember();
+  unsubscribeMember = null;
   $("total").textContent = "–";
   $("strong-value").textContent = "–";
+  $("chart").replaceChildren();
+  $("hour-total").textContent = "–";
   // The roll-up: one document, whatever the number of shards.
   unsubscribe = onSnapshot(doc(db, "counters", id), (snap) => {
     if (!snap.exists()) {
@@ -75,8 +83,25 @@ function open(id) {
     asOf = snap.get("rollup_as_of") ? snap.get("rollup_as_of").toDate() : null;
     tick();
   }, showError);
-  for (const b of ["plus", "minus", "strong"]) $(b).disabled = false;
-  $("status").textContent = `signed in anonymously as ${auth.currentUser.uid}; counter ${id}`;
+  let unique = false;
+  try {
+    unique = (await callWithRetry(getCounter, { counter_id: id })).unique === true;
+  } catch (err) {
+    showError(err);
+  }
+  $("plus").hidden = $("minus").hidden = unique;
+  $("like").hidden = !unique;
+  if (unique) {
+    // Did I like it? The user's own member document, live: the rules let
+    // each user get theirs and nobody else's.
+    unsubscribeMember = onSnapshot(doc(db, "counters", id, "members", auth.currentUser.uid), (snap) => {
+      $("like").dataset.liked = String(snap.exists());
+      $("like").textContent = snap.exists() ? "♥ Liked" : "♡ Like";
+    }, showError);
+  }
+  for (const b of ["plus", "minus", "like", "strong"]) $(b).disabled = false;
+  $("status").textContent = `signed in anonymously as ${auth.currentUser.uid}; counter ${id}${unique ? " (unique)" : ""}`;
+  refreshHistory();
 }
 
 function tick() {
@@ -104,7 +129,9 @@ $("create").onclick = async () => {
   showError(null);
   const id = $("counter-id").value.trim();
   try {
-    const res = await callWithRetry(createCounter, id ? { counter_id: id, num_shards: 10 } : { num_shards: 10 });
+    const data = { num_shards: 10, unique: $("unique").checked };
+    if (id) data.counter_id = id;
+    const res = await callWithRetry(createCounter, data);
     $("counter-id").value = res.counter_id;
     open(res.counter_id);
   } catch (err) {
@@ -113,6 +140,52 @@ $("create").onclick = async () => {
 };
 $("plus").onclick = () => increment(1);
 $("minus").onclick = () => increment(-1);
+// One callable toggles the like: +1 adds this user, −1 removes them.
+$("like").onclick = () => increment($("like").dataset.liked === "true" ? -1 : 1);
+
+// The last 60 minutes, a bar per minute, refreshed about every cadence.
+async function refreshHistory() {
+  if (!counterId) return;
+  try {
+    const res = await getCounter({ counter_id: counterId, history: "minute" });
+    const history = res.data.history || [];
+    const top = Math.max(1, ...history.map((h) => Math.abs(h.count)));
+    const bars = history.map((h, i) => {
+      const bar = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      const height = Math.round((Math.abs(h.count) / top) * 48);
+      bar.setAttribute("x", String(i * 10));
+      bar.setAttribute("y", String(50 - height));
+      bar.setAttribute("width", "8");
+      bar.setAttribute("height", String(height));
+      bar.dataset.count = String(h.count);
+      bar.dataset.start = h.start;
+      return bar;
+    });
+    $("chart").replaceChildren(...bars);
+    $("hour-total").textContent = String(history.reduce((sum, h) => sum + h.count, 0));
+  } catch (err) {
+    showError(err);
+  }
+}
+setInterval(refreshHistory, 2000);
+
+// What is trending: the counters with the most counted this hour.
+async function refreshTrending() {
+  if (!auth.currentUser) return;
+  try {
+    const res = await topCounters({ window: "hour", limit: 5 });
+    $("trending").replaceChildren(...res.data.counters.map((c) => {
+      const item = document.createElement("li");
+      item.dataset.id = c.counter_id;
+      item.dataset.count = String(c.count);
+      item.textContent = `${c.counter_id}: ${c.count}`;
+      return item;
+    }));
+  } catch (err) {
+    showError(err);
+  }
+}
+setInterval(refreshTrending, 3000);
 $("strong").onclick = async () => {
   try {
     const res = await callWithRetry(getCounter, { counter_id: counterId, consistency: "strong" });
@@ -155,6 +228,7 @@ signInAnonymously(auth).then(
   (cred) => {
     $("status").textContent = `signed in anonymously as ${cred.user.uid}`;
     document.body.dataset.ready = "true";
+    refreshTrending();
     const id = params.get("counter");
     if (id) {
       $("counter-id").value = id;

@@ -185,6 +185,44 @@ func TestWebApp(t *testing.T) {
 	if errText, _ := chromedp.Run(ctx, chromedp.Text(css("#error"))); errText != "" {
 		t.Errorf("the page shows an error: %s", errText)
 	}
+	// The last hour, minute by minute (getCounter's history), and what is
+	// trending this hour (topCounters), both refreshed by the page.
+	must(t, "the chart shows the hour's 25", chromedp.Do(ctx,
+		waitText("#hour-total", "25"),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#chart rect").length === 60`),
+		chromedp.Poll[chromedp.Void](`[...document.querySelectorAll("#chart rect")].reduce((s, r) => s + Number(r.dataset.count), 0) === 25`),
+	))
+	must(t, "trending lists the counter", chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('#trending li[data-id=%q]')?.dataset.count === "25"`, id)),
+	))
+
+	// A like button on a unique counter: filled from the user's own member
+	// document, toggled with one callable, the total following.
+	likes := id + "-likes"
+	must(t, "create a unique counter", chromedp.Do(ctx,
+		chromedp.SetValue(css("#counter-id"), likes),
+		chromedp.Click(css("#unique")),
+		chromedp.Click(css("#create")),
+		chromedp.Poll[chromedp.Void](`!document.getElementById("like").hidden && document.getElementById("plus").hidden`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("like").dataset.liked === "false"`),
+		waitText("#total", "0"),
+	))
+	must(t, "like", chromedp.Do(ctx,
+		chromedp.Click(css("#like")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("like").dataset.liked === "true"`),
+		waitText("#total", "1"),
+	))
+	must(t, "unlike", chromedp.Do(ctx,
+		chromedp.Click(css("#like")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("like").dataset.liked === "false"`),
+		waitText("#total", "0"),
+	))
+	must(t, "back to a plain counter's buttons", chromedp.Do(ctx,
+		chromedp.Click(css("#unique")),
+		chromedp.SetValue(css("#counter-id"), id),
+		chromedp.Click(css("#open")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("like").hidden && !document.getElementById("plus").hidden`),
+	))
 
 	// Three pages of instruments (5, 5, 2), with no duplicates.
 	count := func(n int) chromedp.Action[chromedp.Void] {
