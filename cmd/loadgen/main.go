@@ -122,9 +122,12 @@ func run(ctx context.Context, f flags, scenario string) error {
 	case "render":
 		return render(f.out)
 	}
-	tokens, err := f.tokens(ctx)
-	if err != nil {
-		return err
+	var tokens []string
+	var err error
+	if f.mode != "raw" {
+		if tokens, err = f.tokens(ctx); err != nil {
+			return err
+		}
 	}
 	fns := loadtest.NewFunctions(strings.Split(f.url, ","), tokens, f.concurrency)
 	var counters loadtest.Counters = fns

@@ -10,6 +10,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	firebase "firebase.google.com/go/v4"
 	fbauth "firebase.google.com/go/v4/auth"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
@@ -25,7 +27,26 @@ import (
 // Verifier authenticates requests.
 type Verifier struct {
 	client *fbauth.Client
+	// verified remembers the tokens already checked, until they expire:
+	// a mobile app sends the same token for up to an hour. In production a
+	// check costs a signature verification; with the Auth emulator it also
+	// asks the emulator for the user, on every request.
+	verified *lru.Cache[[32]byte, verifiedToken]
+	now      func() time.Time
 }
+
+type verifiedToken struct {
+	caller  httpapi.Caller
+	expires time.Time
+}
+
+// maxVerified bounds the tokens remembered; the least recently used go
+// first.
+const maxVerified = 100_000
+
+// recheckEvery bounds how long a token is trusted without a check, whatever
+// its expiry.
+const recheckEvery = 5 * time.Minute
 
 // New returns a Verifier for the project's tokens.
 func New(ctx context.Context, projectID string) (*Verifier, error) {
@@ -37,7 +58,8 @@ func New(ctx context.Context, projectID string) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	return &Verifier{client: client}, nil
+	verified, _ := lru.New[[32]byte, verifiedToken](maxVerified) // size > 0 never fails
+	return &Verifier{client: client, verified: verified, now: time.Now}, nil
 }
 
 // Authenticate returns the request's caller, from "Authorization: Bearer
@@ -51,11 +73,22 @@ func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (httpapi.C
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return httpapi.Caller{}, errs.New(errs.Unauthenticated, "Authorization header must be \"Bearer <Firebase ID token>\"")
 	}
-	t, err := v.client.VerifyIDToken(ctx, strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	key := sha256.Sum256([]byte(token))
+	if c, ok := v.verified.Get(key); ok && v.now().Before(c.expires) {
+		return c.caller, nil
+	}
+	t, err := v.client.VerifyIDToken(ctx, token)
 	switch {
 	case err == nil:
 		admin, _ := t.Claims["admin"].(bool)
-		return httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous", Admin: admin}, nil
+		caller := httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous", Admin: admin}
+		expires := time.Unix(t.Expires, 0)
+		if limit := v.now().Add(recheckEvery); expires.After(limit) {
+			expires = limit
+		}
+		v.verified.Add(key, verifiedToken{caller: caller, expires: expires})
+		return caller, nil
 	case fbauth.IsIDTokenExpired(err):
 		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token has expired; get a fresh one from the Firebase SDK")
 	case fbauth.IsIDTokenInvalid(err), fbauth.IsUserDisabled(err), fbauth.IsIDTokenRevoked(err), fbauth.IsUserNotFound(err):

@@ -192,8 +192,11 @@ func (r *RawLikes) Members(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, _ := res["n"].(int64)
-	return n, nil
+	var out struct {
+		N int64 `firestore:"n"`
+	}
+	err = res.DataTo(&out)
+	return out.N, err
 }
 
 // SignUp creates n users with an email and a password in the Auth emulator
