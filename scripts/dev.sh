@@ -75,8 +75,9 @@ cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH.
   Web app             $web
-  Functions           $base/<name>   createCounter incrementCounter getCounter reshardCounter
-                      reconcileCounters recordInstruments queryInstruments
+  Functions           $base/<name>   createCounter incrementCounter getCounter topCounters listCounters
+                      reshardCounter resetCounter deleteCounter reconcileCounters
+                      recordInstruments queryInstruments
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)

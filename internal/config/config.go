@@ -139,7 +139,7 @@ var Settings = []Setting{
 		func(c *Config, v string) error { c.EmulatorHost = v; return nil }},
 	{"FIREBASE_AUTH_EMULATOR_HOST", "", "`host:port` of the Auth emulator; ID tokens are then accepted unsigned. Local only.", Local,
 		func(c *Config, v string) error { c.AuthEmulatorHost = v; return nil }},
-	{"AUTH", "required", "`required`: HTTP functions need `Authorization: Bearer <Firebase ID token>`. `off`: no check (local demos; deploying it needs `--insecure-open`).", Deployed,
+	{"AUTH", "required", "`required`: public functions need `Authorization: Bearer <Firebase ID token>`. `off`: every caller is an admin, and a token that is sent is still checked (local demos; deploying it needs `--insecure-open`).", Deployed,
 		func(c *Config, v string) error {
 			switch m := AuthMode(strings.ToLower(v)); m {
 			case AuthRequired, AuthOff:
@@ -171,11 +171,11 @@ var Settings = []Setting{
 		onOff(func(c *Config) *bool { return &c.GroupCommit })},
 	{"GROUP_COMMIT_MAX_BATCH", "250", "Most increments in one shared commit (1–499; Firestore takes 500 writes per commit, one of them the shard).", Deployed,
 		intIn(func(c *Config) *int { return &c.GroupCommitMaxBatch }, 1, 499)},
-	{"GROUP_COMMIT_MAX_WAIT", "0s", "A batch commits when full or when its oldest increment has waited this long; it then also paces a hot counter to about one commit per wait in each instance. 0: leader/follower only (an idle counter commits at once; increments that queue behind a commit in flight share the next one). See Group commit.", Deployed,
+	{"GROUP_COMMIT_MAX_WAIT", "0s", "A batch commits when full or when its oldest increment has waited this long; it then also paces a hot counter to about one commit per wait in each instance. 0: leader/follower only (an idle counter commits at once; increments that queue behind a commit in flight share the next one). See docs/design/group-commit.md.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, 0, time.Second)},
 	{"SHARD_COUNT_CACHE", "5m", "How long an instance uses a counter's shard count before reading it again. A shrink keeps merging shards for this long (plus `FIRESTORE_DEADLINE`).", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.ShardCountCache }, time.Second, time.Hour)},
-	{"AUTO_SHARDING", "off", "`on`: the roll-up grows a counter whose shards run hot (see Resharding).", Deployed,
+	{"AUTO_SHARDING", "off", "`on`: the roll-up grows a counter whose shards run hot (see docs/design/resharding.md).", Deployed,
 		onOff(func(c *Config) *bool { return &c.AutoSharding })},
 	{"AUTO_SHARDING_TARGET", "1", "Sustained commits per second per shard above which automatic sharding grows a counter (production Firestore sustains about 1 per document).", Deployed,
 		func(c *Config, v string) error {
@@ -192,7 +192,7 @@ var Settings = []Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingSlowCommit }, time.Millisecond, time.Minute)},
 	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it.", Deployed,
 		intIn(func(c *Config) *int { return &c.InstrumentShards }, 1, 1000)},
-	{"USER_MAX_DELTA", "1", "Largest \\|delta\\| an end user may send (AUTH=required); the counter's owner and admins send any delta up to 10⁹. See Who may do what.", Deployed,
+	{"USER_MAX_DELTA", "1", "Largest \\|delta\\| an end user may send (AUTH=required); the counter's owner and admins send any delta up to 10⁹. See the README's \"Who may do what\".", Deployed,
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 || n > counter.MaxDelta {
@@ -225,7 +225,7 @@ var Settings = []Setting{
 			c.retention = r
 			return nil
 		}},
-	{"RATE_LIMITS", ratelimit.DefaultsString(), "Budgets of end users, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults. Each counts per user and per client address; rate 0 lifts a budget for both. Admins have none. See Security.", Deployed,
+	{"RATE_LIMITS", ratelimit.DefaultsString(), "Budgets of end users, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults. Each counts per user and per client address; rate 0 lifts a budget for both. Admins have none. See docs/security.md.", Deployed,
 		func(c *Config, v string) (err error) { c.Limits, err = ratelimit.Parse(v); return err }},
 	{"PAGE_TOKEN_SECRET", "", "Key that signs `queryInstruments` page tokens. Required when that function is deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
 		func(c *Config, v string) error {

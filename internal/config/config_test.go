@@ -120,29 +120,29 @@ func TestDeployedRefusesEmulators(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite README.md's settings table from Settings")
+var update = flag.Bool("update", false, "rewrite docs/reference/settings.md's table from Settings")
 
-// TestREADMESettingsTableIsGenerated keeps the README's settings table equal
-// to the one rendered from Settings; -update rewrites it.
-func TestREADMESettingsTableIsGenerated(t *testing.T) {
-	const path = "../../README.md"
+// TestSettingsTableIsGenerated keeps the table of docs/reference/settings.md
+// equal to the one rendered from Settings; -update rewrites it.
+func TestSettingsTableIsGenerated(t *testing.T) {
+	const path = "../../docs/reference/settings.md"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "| name | default | meaning |")
-	end := start + strings.Index(readme[max(start, 0):], "\n\n") + 1
+	doc := string(b)
+	start := strings.Index(doc, "| name | default | meaning |")
+	end := start + strings.Index(doc[max(start, 0):], "\n\n") + 1
 	if start < 0 || end <= start {
-		t.Fatal("README.md has no settings table")
+		t.Fatalf("%s has no settings table", path)
 	}
-	if readme[start:end] == MarkdownTable() {
+	if doc[start:end] == MarkdownTable() {
 		return
 	}
 	if !*update {
-		t.Fatalf("README.md's settings table differs from config.Settings: go test ./internal/config -run README -update")
+		t.Fatalf("%s's table differs from config.Settings: go test ./internal/config -run Settings -update", path)
 	}
-	if err := os.WriteFile(path, []byte(readme[:start]+MarkdownTable()+readme[end:]), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(doc[:start]+MarkdownTable()+doc[end:]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -317,6 +317,7 @@ func FuzzEdge(f *testing.F) {
 	f.Add("OPTIONS", []byte{}, "https://evil.example.com", "")
 	f.Add("POST", []byte(`[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]`), "", "")
 	f.Add("POST", []byte(`{"data":{"count":1}}`), "", "")
+	f.Add("POST", []byte(`{"data":{"count":{"@type":"type.googleapis.com/google.protobuf.Int64Value","value":"3"},"n":[2.0,{"@type":"type.googleapis.com/google.protobuf.UInt64Value","value":"9"}]}}`), "", "")
 	h := testEdge(http.MethodPost)
 	f.Fuzz(func(t *testing.T, method string, b []byte, origin, authz string) {
 		req, err := http.NewRequest(method, "http://x/test", bytes.NewReader(b))
