@@ -98,7 +98,9 @@ func post(ctx context.Context, url, token string, body, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		json.NewDecoder(resp.Body).Decode(&e)
 		return fmt.Errorf("%s: %s %s: %s", url, resp.Status, e.Error.Code, e.Error.Message)
 	}
