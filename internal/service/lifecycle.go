@@ -34,17 +34,9 @@ func (a *app) deleteCounter(ctx context.Context, req *httpapi.Request) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	logging.Annotate(ctx, "counter_id", id)
 	// A deleted counter's tombstone too: deleting again (a retry whose
 	// answer was lost) answers the same and purges on.
-	c, err := a.counters.Document(ctx, id)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := mayManage(req, c); err != nil {
-		return 0, nil, err
-	}
-	if err := a.allow(req, ratelimit.Delete, 1); err != nil {
+	if err := a.manage(ctx, req, id, a.counters.Document, ratelimit.Delete); err != nil {
 		return 0, nil, err
 	}
 	tomb, err := a.counters.Delete(ctx, id, a.lateWrites())
@@ -85,15 +77,7 @@ func (a *app) resetCounter(ctx context.Context, req *httpapi.Request) (int, any,
 			return 0, nil, errs.Invalid("count", "must be between -%d and %d", int64(counter.MaxCount), int64(counter.MaxCount))
 		}
 	}
-	logging.Annotate(ctx, "counter_id", id)
-	c, err := a.counters.Read(ctx, id)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := mayManage(req, c); err != nil {
-		return 0, nil, err
-	}
-	if err := a.allow(req, ratelimit.Reset, 1); err != nil {
+	if err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reset); err != nil {
 		return 0, nil, err
 	}
 	at, err := a.counters.Reset(ctx, id, v)

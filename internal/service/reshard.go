@@ -54,15 +54,7 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		return 0, nil, err
 	}
 	n := int(*body.NumShards)
-	logging.Annotate(ctx, "counter_id", id)
-	c, err := a.counters.Read(ctx, id)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := mayManage(req, c); err != nil {
-		return 0, nil, err
-	}
-	if err := a.allow(req, ratelimit.Reshard, 1); err != nil {
+	if err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reshard); err != nil {
 		return 0, nil, err
 	}
 	before, after, err := a.counters.Reshard(ctx, id, n, a.lateWrites(), "request")

@@ -1,11 +1,13 @@
 package service
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 )
 
@@ -40,13 +42,20 @@ func roleOf(req *httpapi.Request, c counter.Counter) role {
 	return userRole
 }
 
-// mayManage lets the counter's owner and admins reshard, reset or delete
-// it.
-func mayManage(req *httpapi.Request, c counter.Counter) error {
+// manage reads counter id with read (the store's Read, or Document to
+// see a deleted counter's tombstone too) for an action only its owner and
+// admins may take (reshard, reset, delete), and spends the caller's
+// budget b on it.
+func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read func(context.Context, string) (counter.Counter, error), b ratelimit.Budget) error {
+	logging.Annotate(ctx, "counter_id", id)
+	c, err := read(ctx, id)
+	if err != nil {
+		return err
+	}
 	if r := roleOf(req, c); r < ownerRole {
 		return errs.New(errs.PermissionDenied, "%s changes a counter's shards or value only for its owner or an admin; you are %s", req.Function, r)
 	}
-	return nil
+	return a.allow(req, b, 1)
 }
 
 // mayAdd lets end users change a plain counter by at most USER_MAX_DELTA,
