@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -269,5 +270,50 @@ func TestListCountersPagesByID(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("listed %v, want %v", got, ids)
+	}
+}
+
+// TestCreateAfterDeleteStartsAtZero: the id of a deleted counter, created
+// again as soon as reusable_after passes (no reconcile in between), and
+// the id of a counter whose document was deleted by hand (its shards left
+// behind): both new counters start at 0 with nothing of the old one under
+// them. Before, re-creating a hand-deleted counter brought its old count
+// back (3 became 4).
+func TestCreateAfterDeleteStartsAtZero(t *testing.T) {
+	t.Parallel()
+	fs := testenv.Firestore(t, project)
+	ctx := context.Background()
+	deleted, byHand := newCounterID(t), newCounterID(t)
+	for _, id := range []string{deleted, byHand} {
+		createCounter(t, id, 4)
+		for i := range 3 {
+			if r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q}`, id), "Idempotency-Key", fmt.Sprint("k", i)); r.Status != http.StatusOK {
+				t.Fatal(r)
+			}
+		}
+	}
+	r := testenv.Do(t, "POST", url("deleteCounter"), fmt.Sprintf(`{"counter_id":%q}`, deleted))
+	var del struct {
+		ReusableAfter string `json:"reusable_after"`
+	}
+	r.Decode(t, &del)
+	reusable, err := time.Parse(time.RFC3339Nano, del.ReusableAfter)
+	if err != nil {
+		t.Fatalf("deleteCounter: %s", r)
+	}
+	if _, err := fs.Doc("counters/" + byHand).Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(reusable) + 100*time.Millisecond)
+	for _, id := range []string{deleted, byHand} {
+		createCounter(t, id, 2)
+		if got := getCounter(t, id, "strong").Count; got != 0 {
+			t.Errorf("%s created again holds %d, want 0", id, got)
+		}
+		for path := range testenv.Dump(t, fs, "counters/"+id) {
+			if !strings.HasSuffix(path, "counters/"+id) {
+				t.Errorf("%s created again: %s is left from the old counter", id, path)
+			}
+		}
 	}
 }

@@ -210,6 +210,17 @@ func TestWindows(t *testing.T) {
 			if all := top(t, "window=all&limit=3"); len(all.Counters) < 3 || all.Start != "" {
 				t.Errorf("window=all: %+v", all)
 			}
+			// A deleted counter leaves both rankings at once.
+			if r := do(t, "POST", "deleteCounter", fmt.Sprintf(`{"counter_id":%q}`, ids[0])); r.Status != http.StatusOK {
+				t.Fatal(r)
+			}
+			for _, q := range []string{"window=hour&limit=100", "window=all&limit=100"} {
+				for _, c := range top(t, q).Counters {
+					if c.CounterID == ids[0] {
+						t.Errorf("topCounters?%s still ranks the deleted %s", q, ids[0])
+					}
+				}
+			}
 			return
 		}
 	})

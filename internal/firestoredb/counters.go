@@ -119,7 +119,10 @@ func notFound(id string) error { return errs.New(errs.NotFound, "counter %q does
 // Create creates counter c.ID with c.NumShards shards, c.Owner and
 // c.Unique. It writes one document whatever the shard count: shards
 // appear when the first increment lands on them. The id of a deleted
-// counter is free again once its purge is done (Purge).
+// counter is free again once its late writes can no longer land
+// (freeTombstone); documents left under an id whose counter document was
+// deleted by hand are purged first, so a new counter never counts an old
+// one's shards.
 func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Counter, error) {
 	fields := map[string]*pb.Value{
 		fieldNumShards: intValue(int64(c.NumShards)),
@@ -128,23 +131,30 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 		fieldOwner:     stringValue(c.Owner),
 		fieldUnique:    boolValue(c.Unique),
 	}
-	transforms := []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
 	w := createWrite(s.ref(c.ID).Path, fields)
-	w.UpdateTransforms = transforms
-	resp, err := s.db.commit(ctx, w)
-	if code(err) == codes.AlreadyExists {
-		tomb, err := s.freeTombstone(ctx, c.ID)
-		if err != nil {
+	old, err := s.Document(ctx, c.ID)
+	switch {
+	case err == nil && !old.IsDeleted():
+		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
+	case err == nil:
+		if err := s.freeTombstone(ctx, old); err != nil {
 			return counter.Counter{}, err
 		}
-		w = replaceWrite(s.ref(c.ID).Path, fields, tomb)
-		w.UpdateTransforms = transforms
-		resp, err = s.db.commit(ctx, w)
-		if code(err) == codes.FailedPrecondition || code(err) == codes.NotFound {
-			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
+		w = replaceWrite(s.ref(c.ID).Path, fields, old.Version)
+	case errs.Is(err, errs.NotFound):
+		if done, err := s.purge(ctx, counter.Counter{ID: c.ID}, false); err != nil || !done {
+			return counter.Counter{}, errs.Retryable(err, retryAfter, "counter_id %q: documents of an earlier counter are still being removed; retry", c.ID)
 		}
+	default:
+		return counter.Counter{}, err
 	}
-	if err != nil {
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+	resp, err := s.db.commit(ctx, w)
+	switch code(err) {
+	case codes.OK:
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID) // created meanwhile
+	default:
 		return counter.Counter{}, classify(err, "create counter "+c.ID)
 	}
 	at := resp.GetCommitTime().AsTime()

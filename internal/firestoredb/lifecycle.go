@@ -49,8 +49,9 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		if !c.IsDeleted() {
 			now := s.now()
 			c.Deleted = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
-			fields := map[string]*pb.Value{fieldDeletedAt: timeValue(c.Deleted.At), fieldPurgeAfter: timeValue(c.Deleted.PurgeAfter)}
-			resp, err := s.db.commit(ctx, updateWrite(s.ref(id).Path, fields, []string{fieldDeletedAt, fieldPurgeAfter}, c.Version))
+			// count 0: rankings by total (count > 0) forget it at once.
+			fields := map[string]*pb.Value{fieldDeletedAt: timeValue(c.Deleted.At), fieldPurgeAfter: timeValue(c.Deleted.PurgeAfter), fieldCount: intValue(0)}
+			resp, err := s.db.commit(ctx, updateWrite(s.ref(id).Path, fields, []string{fieldCount, fieldDeletedAt, fieldPurgeAfter}, c.Version))
 			switch code(err) {
 			case codes.OK:
 				c.Version = resp.GetWriteResults()[0].GetUpdateTime().AsTime()
@@ -100,34 +101,21 @@ func (s *Counters) Purge(ctx context.Context, id string) (bool, error) {
 	return s.purge(ctx, c, true)
 }
 
-// freeTombstone makes the id of a deleted counter usable again for Create:
-// once purge_after has passed, it purges what is left and returns the
-// tombstone's version, which Create replaces. A live counter is
-// ALREADY_EXISTS; a tombstone whose late writes may still land is
-// FAILED_PRECONDITION with Retry-After.
-func (s *Counters) freeTombstone(ctx context.Context, id string) (time.Time, error) {
-	c, err := s.Document(ctx, id)
-	switch {
-	case errs.Is(err, errs.NotFound):
-		return time.Time{}, errs.Retryable(nil, retryAfter, "counter %q was just deleted; retry", id)
-	case errs.Is(err, errs.DataLoss) || err == nil && !c.IsDeleted():
-		return time.Time{}, errs.New(errs.AlreadyExists, "counter %q already exists", id)
-	case err != nil:
-		return time.Time{}, err
-	}
-	if wait := c.Deleted.PurgeAfter.Sub(s.now()); wait > 0 {
-		return time.Time{}, &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
+// freeTombstone makes the id of deleted counter tomb usable again for
+// Create: once purge_after has passed, it purges what is left, and Create
+// replaces the tombstone. Before, it is FAILED_PRECONDITION with
+// Retry-After.
+func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) error {
+	if wait := tomb.Deleted.PurgeAfter.Sub(s.now()); wait > 0 {
+		return &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
 			Message: fmt.Sprintf("counter_id %q belonged to a counter deleted at %s; it can be used again after %s, when no late write of the old counter can land",
-				id, c.Deleted.At.UTC().Format(time.RFC3339), c.Deleted.PurgeAfter.UTC().Format(time.RFC3339))}
+				tomb.ID, tomb.Deleted.At.UTC().Format(time.RFC3339), tomb.Deleted.PurgeAfter.UTC().Format(time.RFC3339))}
 	}
-	done, err := s.purge(ctx, c, false)
-	if err != nil {
-		return time.Time{}, err
+	done, err := s.purge(ctx, tomb, false)
+	if err != nil || !done {
+		return errs.Retryable(err, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", tomb.ID)
 	}
-	if !done {
-		return time.Time{}, errs.Retryable(nil, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", id)
-	}
-	return c.Version, nil
+	return nil
 }
 
 // purge deletes the documents under tombstone c in batches while ctx lasts,
