@@ -10,15 +10,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,87 +23,6 @@ import (
 )
 
 var root, _ = filepath.Abs("../..")
-
-// devPorts are dev.sh's default ports and the free ones this run uses.
-type devPorts map[string]string // default → this run's
-
-func (p devPorts) apply(s string) string {
-	for from, to := range p {
-		s = strings.ReplaceAll(s, from, to)
-	}
-	return s
-}
-
-// startDev runs scripts/dev.sh on free ports until the test ends.
-func startDev(t *testing.T) devPorts {
-	t.Helper()
-	if _, err := testenv.EmulatorHost(); err != nil {
-		testenv.NeedEmulators(t, err)
-	}
-	free := func() string {
-		addr, err := testenv.FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		return port
-	}
-	// The Auth emulator also takes the two ports after its own.
-	var auth string
-	for {
-		auth = free()
-		var n int
-		fmt.Sscan(auth, &n)
-		if portFree(n+1) && portFree(n+2) {
-			break
-		}
-	}
-	ports := devPorts{"8080": free(), "8081": free(), "8082": free(), "9099": auth, "5173": free()}
-	cmd := exec.Command("bash", "scripts/dev.sh")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "FIRESTORE_PORT="+ports["8080"], "FUNCTIONS_PORT="+ports["8081"], "TRIGGER_PORT="+ports["8082"],
-		"AUTH_PORT="+ports["9099"], "WEB_PORT="+ports["5173"], "PROJECT_ID="+testenv.AuthProject(),
-		"FIRESTORE_EMULATOR_HOST=", "FIREBASE_AUTH_EMULATOR_HOST=", "AUTH=", "LOG_LEVEL=warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // dev.sh stops what it started
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			t.Logf("scripts/dev.sh:\n%s", out.String())
-		}
-	})
-	deadline := time.After(4 * time.Minute)
-	for !strings.Contains(out.String(), "Ctrl-C stops everything") {
-		select {
-		case <-exited:
-			t.Fatalf("scripts/dev.sh exited:\n%s", out.String())
-		case <-deadline:
-			t.Fatalf("scripts/dev.sh was not ready within 4 minutes:\n%s", out.String())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return ports
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
 
 // example is one curl command of the docs and the answer printed under it.
 type example struct {
@@ -218,7 +134,7 @@ func matches(want, got any, key string) bool {
 }
 
 func TestExamples(t *testing.T) {
-	ports := startDev(t)
+	dev := testenv.StartDev(t, root)
 	files := []string{filepath.Join(root, "README.md")}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	more, _ := filepath.Glob(filepath.Join(root, "docs", "*", "*.md"))
@@ -232,7 +148,7 @@ func TestExamples(t *testing.T) {
 			read := !strings.Contains(ex.command, "-X POST")
 			var got string
 			for attempt := 0; ; attempt++ {
-				out, err := exec.Command("bash", "-c", ports.apply(ex.command)).Output()
+				out, err := exec.Command("bash", "-c", dev.Apply(ex.command)).Output()
 				if err != nil {
 					t.Fatalf("%s: %s: %v", name, ex.command, err)
 				}
@@ -252,7 +168,7 @@ func TestExamples(t *testing.T) {
 	}
 	t.Logf("%d curl examples run", ran)
 
-	t.Run("the README's web snippet", func(t *testing.T) { webSnippet(t, ports) })
+	t.Run("the README's web snippet", func(t *testing.T) { webSnippet(t, dev) })
 }
 
 func answerMatches(want, got string) bool {
@@ -265,7 +181,7 @@ func answerMatches(want, got string) bool {
 
 // webSnippet runs the README's js block marked "tested: node" with Node and
 // the Firebase JS SDK, and waits for the lines its marker says it prints.
-func webSnippet(t *testing.T, ports devPorts) {
+func webSnippet(t *testing.T, dev *testenv.Dev) {
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -279,14 +195,14 @@ func webSnippet(t *testing.T, ports devPorts) {
 		wants = append(wants, string(w[1]))
 	}
 	script := filepath.Join(root, fmt.Sprintf(".readme-snippet-%d.mjs", time.Now().UnixNano())) // in the repository, for node_modules
-	if err := os.WriteFile(script, []byte(ports.apply(string(m[2]))), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(dev.Apply(string(m[2]))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(script)
 	cmd := exec.Command("node", script)
 	cmd.Dir = root
 	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -315,48 +231,4 @@ func webSnippet(t *testing.T, ports devPorts) {
 		}
 	}
 	t.Logf("the snippet printed %q", seen)
-}
-
-// lockedBuffer is a buffer a process writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// TestLinksResolve: every relative link of the README and docs/ names a
-// file of the repository.
-func TestLinksResolve(t *testing.T) {
-	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "bench", "README.md")}
-	for _, pattern := range []string{"docs/*.md", "docs/*/*.md"} {
-		more, _ := filepath.Glob(filepath.Join(root, pattern))
-		files = append(files, more...)
-	}
-	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range link.FindAllSubmatch(b, -1) {
-			target := string(m[1])
-			if strings.Contains(target, "://") {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(f), target)); err != nil {
-				t.Errorf("%s links to %s, which does not exist", strings.TrimPrefix(f, root+"/"), target)
-			}
-		}
-	}
 }

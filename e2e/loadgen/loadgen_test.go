@@ -1,20 +1,17 @@
 // Package loadgen load-tests a secured setup the way docs/operations/
-// load-testing.md tells a user to: AUTH=required, the budgets raised for a
-// load test (per user and per client address), and cmd/loadgen spreading
-// the load over users it signs up against the Auth emulator. Nothing may
-// be refused for a budget, and every run must end exact. It runs on a
-// Firestore emulator of its own, which delivers the roll-up's events here.
+// load-testing.md tells a user to: scripts/dev.sh with AUTH=required and the
+// budgets raised for a load test (per user and per client address), and
+// cmd/loadgen spreading the load over users it signs up against dev.sh's
+// Auth emulator. Nothing may be refused for a budget, and every run must
+// end exact.
 package loadgen
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	_ "github.com/shardcount/shardcount" // registers the functions
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
@@ -22,41 +19,12 @@ import (
 // LoadTestBudgets is what docs/operations/load-testing.md says to set.
 const LoadTestBudgets = "increment=0:1,create=0:1,strong=0:1"
 
-var base, project, emulatorAddr, triggerAddr string
-
-func TestMain(m *testing.M) {
-	_, fsErr := testenv.EmulatorHost()
-	_, authErr := testenv.AuthEmulatorHost()
-	if testenv.Missing(fsErr, authErr) {
-		os.Exit(0)
-	}
-	var err error
-	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
-		triggerAddr, err = testenv.FreeAddr()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	project = testenv.AuthProject() // loadgen's sign-ups get tokens of this project
-	testenv.Setenv(map[string]string{
-		"GOOGLE_CLOUD_PROJECT":    project,
-		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
-		"AUTH":                    "required",
-		"RATE_LIMITS":             LoadTestBudgets,
-		"GROUP_COMMIT_MAX_WAIT":   "2ms",
-		"LOG_LEVEL":               "warn",
-	})
-	if base, err = testenv.StartFunctions(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
-
 func TestLoadgenWithManyUsers(t *testing.T) {
-	testenv.StartEmulator(t, emulatorAddr, "--functions_emulator="+triggerAddr)
-	testenv.ServeTriggers(t, emulatorAddr, project, triggerAddr, base)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := testenv.StartDev(t, root, "AUTH=required", "RATE_LIMITS="+LoadTestBudgets)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "loadgen")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/loadgen").CombinedOutput(); err != nil {
@@ -64,9 +32,10 @@ func TestLoadgenWithManyUsers(t *testing.T) {
 	}
 	for _, scenario := range []string{"hot", "likes"} {
 		out := filepath.Join(dir, scenario+".json")
-		args := []string{"-url", base, "-users", "50", "-d", "3s", "-c", "16", "-shards", "10", "-quiet", "-json", out, scenario}
+		args := []string{"-url", dev.Functions(), "-users", "50", "-d", "3s", "-c", "16", "-shards", "10", "-quiet", "-json", out, scenario}
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "FIRESTORE_EMULATOR_HOST="+emulatorAddr)
+		cmd.Env = append(os.Environ(), "FIRESTORE_EMULATOR_HOST="+dev.FirestoreHost(), "FIREBASE_AUTH_EMULATOR_HOST="+dev.AuthHost(),
+			"GOOGLE_CLOUD_PROJECT="+testenv.AuthProject())
 		stdout, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("loadgen %v: %v\n%s", args, err, stdout)

@@ -1,0 +1,129 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Dev is scripts/dev.sh running on free ports.
+type Dev struct {
+	// Ports maps each of dev.sh's default ports to the one this run uses.
+	Ports map[string]string
+}
+
+// Functions is the base URL of its functions.
+func (d *Dev) Functions() string { return "http://127.0.0.1:" + d.Ports["8081"] }
+
+// FirestoreHost is its Firestore emulator, as FIRESTORE_EMULATOR_HOST.
+func (d *Dev) FirestoreHost() string { return "127.0.0.1:" + d.Ports["8080"] }
+
+// AuthHost is its Auth emulator, as FIREBASE_AUTH_EMULATOR_HOST.
+func (d *Dev) AuthHost() string { return "127.0.0.1:" + d.Ports["9099"] }
+
+// Apply rewrites dev.sh's default ports in s to this run's.
+func (d *Dev) Apply(s string) string {
+	for from, to := range d.Ports {
+		s = strings.ReplaceAll(s, from, to)
+	}
+	return s
+}
+
+// StartDev runs scripts/dev.sh of the repository at root, with env added to
+// its environment, on free ports, in project AuthProject (so the Auth
+// emulator's sign-ins fit its functions), until the test ends.
+func StartDev(t *testing.T, root string, env ...string) *Dev {
+	t.Helper()
+	if _, err := EmulatorHost(); err != nil {
+		NeedEmulators(t, err)
+	}
+	free := func() string {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		return port
+	}
+	// The Auth emulator also takes the two ports after its own.
+	var auth string
+	for {
+		auth = free()
+		var n int
+		fmt.Sscan(auth, &n)
+		if portFree(n+1) && portFree(n+2) {
+			break
+		}
+	}
+	d := &Dev{Ports: map[string]string{"8080": free(), "8081": free(), "8082": free(), "9099": auth, "5173": free()}}
+	cmd := exec.Command("bash", filepath.Join("scripts", "dev.sh"))
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "FIRESTORE_PORT="+d.Ports["8080"], "FUNCTIONS_PORT="+d.Ports["8081"], "TRIGGER_PORT="+d.Ports["8082"],
+		"AUTH_PORT="+d.Ports["9099"], "WEB_PORT="+d.Ports["5173"], "PROJECT_ID="+AuthProject(),
+		"FIRESTORE_EMULATOR_HOST=", "FIREBASE_AUTH_EMULATOR_HOST=", "AUTH=", "LOG_LEVEL=warn"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // dev.sh stops what it started
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("scripts/dev.sh:\n%s", out.String())
+		}
+	})
+	deadline := time.After(4 * time.Minute)
+	for !strings.Contains(out.String(), "Ctrl-C stops everything") {
+		select {
+		case <-exited:
+			t.Fatalf("scripts/dev.sh exited:\n%s", out.String())
+		case <-deadline:
+			t.Fatalf("scripts/dev.sh was not ready within 4 minutes:\n%s", out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return d
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// lockedBuffer is a buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
