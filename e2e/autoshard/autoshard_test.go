@@ -26,10 +26,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	_, err := testenv.EmulatorHost()
-	if testenv.Missing(err) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(false)
+	var err error
 	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
 		triggerAddr, err = testenv.FreeAddr()
 	}

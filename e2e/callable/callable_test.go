@@ -25,24 +25,15 @@ import (
 var base, project string
 
 func TestMain(m *testing.M) {
-	_, fsErr := testenv.EmulatorHost()
-	_, authErr := testenv.AuthEmulatorHost()
-	if testenv.Missing(fsErr, authErr) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(true)
 	project = testenv.AuthProject() // the project of the SDK's sign-ins
-	testenv.Setenv(map[string]string{
+	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
 		"RATE_LIMITS":          "query=0.001:4",
 		"SHARD_COUNT_CACHE":    "1m",
 		"LOG_LEVEL":            "warn",
 	})
-	var err error
-	if base, err = testenv.StartFunctions(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(m.Run())
 }
 

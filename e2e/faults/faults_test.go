@@ -35,10 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	_, err := testenv.EmulatorHost()
-	if testenv.Missing(err) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(false)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -46,7 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	fault = &proxy{ln: ln, pairs: map[*pair]bool{}}
 	go fault.serve()
-	testenv.Setenv(map[string]string{
+	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT":    "demo-faults",
 		"FIRESTORE_EMULATOR_HOST": ln.Addr().String(), // the functions reach Firestore through the proxy
 		"AUTH":                    "off",
@@ -54,10 +51,6 @@ func TestMain(m *testing.M) {
 		"RECONCILE_BUDGET":        "1s",
 		"LOG_LEVEL":               "error",
 	})
-	if base, err = testenv.StartFunctions(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(m.Run())
 }
 

@@ -29,25 +29,16 @@ import (
 var base, project, run string
 
 func TestMain(m *testing.M) {
-	_, fsErr := testenv.EmulatorHost()
-	_, authErr := testenv.AuthEmulatorHost()
-	if testenv.Missing(fsErr, authErr) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(true)
 	project = testenv.AuthProject() // real sign-ins get tokens of this project
 	run = fmt.Sprint(time.Now().UnixNano())
-	testenv.Setenv(map[string]string{
+	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
 		// Budgets are secured's test; here every call must reach its check.
 		"RATE_LIMITS": "create=0:1,increment=0:1,reshard=0:1,reset=0:1,delete=0:1,list=0:1",
 		"LOG_LEVEL":   "warn",
 	})
-	var err error
-	if base, err = testenv.StartFunctions(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(m.Run())
 }
 

@@ -28,11 +28,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	_, fsErr := testenv.EmulatorHost()
-	_, authErr := testenv.AuthEmulatorHost()
-	if testenv.Missing(fsErr, authErr) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(true)
 	if err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "secured:", err)
 		os.Exit(1)

@@ -31,11 +31,7 @@ const cadence = time.Second
 var base, project, emulatorAddr, triggerAddr string
 
 func TestMain(m *testing.M) {
-	_, fsErr := testenv.EmulatorHost()
-	_, authErr := testenv.AuthEmulatorHost()
-	if testenv.Missing(fsErr, authErr) {
-		os.Exit(0)
-	}
+	testenv.ExitWithoutEmulators(true)
 	var err error
 	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
 		triggerAddr, err = testenv.FreeAddr()
@@ -45,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	project = testenv.NewProjectID("windows")
-	testenv.Setenv(map[string]string{
+	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT":    project,
 		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
 		"AUTH":                    "off",
@@ -53,10 +49,6 @@ func TestMain(m *testing.M) {
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
 		"LOG_LEVEL":               "warn",
 	})
-	if base, err = testenv.StartFunctions(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(m.Run())
 }
 

@@ -71,6 +71,19 @@ func Missing(errs ...error) bool {
 	return false
 }
 
+// ExitWithoutEmulators ends a TestMain whose package needs the Firestore
+// emulator, and the Auth emulator too when auth is set, as Missing says.
+func ExitWithoutEmulators(auth bool) {
+	_, fsErr := EmulatorHost()
+	var authErr error
+	if auth {
+		_, authErr = AuthEmulatorHost()
+	}
+	if Missing(fsErr, authErr) {
+		os.Exit(0)
+	}
+}
+
 // DB opens the project's own Firestore access on the emulator.
 func DB(tb testing.TB, project string) *firestoredb.DB {
 	tb.Helper()
@@ -141,6 +154,18 @@ func StartFunctions() (string, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return "", fmt.Errorf("functions-framework did not start on %s", addr)
+}
+
+// ServeFunctions is Setenv then StartFunctions, for TestMain: a failure
+// ends the test binary.
+func ServeFunctions(env map[string]string) string {
+	Setenv(env)
+	base, err := StartFunctions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return base
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port nobody listens on.
