@@ -130,7 +130,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 	waitForQuietEvents(t)
 	fs := testenv.Firestore(t, project)
 	before := testenv.Dump(t, fs, "counters/"+id, "counters/"+missing)
-	idsBefore := counterIDs(t, fs)
+	idsBefore := docIDs(t, fs.Collection("counters"))
 	for _, tc := range cases {
 		r := testenv.Do(t, tc.method, url(tc.function)+tc.query, tc.body, tc.headers...)
 		var body struct {
@@ -144,7 +144,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 	after := testenv.Dump(t, fs, "counters/"+id, "counters/"+missing)
 	// No counter may appear or vanish, and this test's counter must be
 	// untouched.
-	if idsAfter := counterIDs(t, fs); !slices.Equal(idsBefore, idsAfter) {
+	if idsAfter := docIDs(t, fs.Collection("counters")); !slices.Equal(idsBefore, idsAfter) {
 		t.Errorf("counters were created or deleted by bad requests")
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after))) {
@@ -157,10 +157,10 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 	}
 }
 
-// counterIDs lists the project's counters.
-func counterIDs(t *testing.T, fs *firestore.Client) []string {
+// docIDs lists the ids of a collection's documents, sorted.
+func docIDs(t *testing.T, col *firestore.CollectionRef) []string {
 	t.Helper()
-	refs, err := fs.Collection("counters").DocumentRefs(context.Background()).GetAll()
+	refs, err := col.DocumentRefs(context.Background()).GetAll()
 	if err != nil {
 		t.Fatal(err)
 	}
