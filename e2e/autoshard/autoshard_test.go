@@ -27,14 +27,7 @@ var (
 
 func TestMain(m *testing.M) {
 	testenv.ExitWithoutEmulators(false)
-	var err error
-	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
-		triggerAddr, err = testenv.FreeAddr()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	emulatorAddr, triggerAddr = testenv.PrivateEmulatorAddrs()
 	testenv.Setenv(map[string]string{
 		"GOOGLE_CLOUD_PROJECT":    project,
 		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
@@ -47,6 +40,7 @@ func TestMain(m *testing.M) {
 		"SHARD_COUNT_CACHE":       "1s",
 		"LOG_LEVEL":               "warn",
 	})
+	var err error
 	if logs, err = testenv.CaptureStdout(); err == nil {
 		base, err = testenv.StartFunctions()
 	}

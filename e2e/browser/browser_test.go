@@ -39,13 +39,9 @@ var (
 func TestMain(m *testing.M) {
 	testenv.ExitWithoutEmulators(true)
 	root, _ = filepath.Abs("../..")
+	emulatorAddr, triggerAddr = testenv.PrivateEmulatorAddrs()
 	var err error
-	if web, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		if emulatorAddr, err = testenv.FreeAddr(); err == nil {
-			triggerAddr, err = testenv.FreeAddr()
-		}
-	}
-	if err != nil {
+	if web, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -32,14 +32,7 @@ var base, project, emulatorAddr, triggerAddr string
 
 func TestMain(m *testing.M) {
 	testenv.ExitWithoutEmulators(true)
-	var err error
-	if emulatorAddr, err = testenv.FreeAddr(); err == nil {
-		triggerAddr, err = testenv.FreeAddr()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	emulatorAddr, triggerAddr = testenv.PrivateEmulatorAddrs()
 	project = testenv.NewProjectID("windows")
 	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT":    project,

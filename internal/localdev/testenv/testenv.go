@@ -168,6 +168,21 @@ func ServeFunctions(env map[string]string) string {
 	return base
 }
 
+// PrivateEmulatorAddrs returns free addresses for a package's own
+// Firestore emulator and for the trigger events it delivers, for TestMain:
+// a failure ends the test binary.
+func PrivateEmulatorAddrs() (emulator, trigger string) {
+	emulator, err := FreeAddr()
+	if err == nil {
+		trigger, err = FreeAddr()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return emulator, trigger
+}
+
 // FreeAddr returns a 127.0.0.1 address with a port nobody listens on.
 func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
