@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -382,5 +383,26 @@ func TestIdempotencyKeysArePerUser(t *testing.T) {
 	bob.do(t, "GET", url("getCounter")+"?consistency=strong&counter_id="+id, "").Decode(t, &got)
 	if got.Count != 2 {
 		t.Errorf("count = %d, want 2: one increment each", got.Count)
+	}
+}
+
+// TestRefusedAttemptsSpendTheBudget: a user who may not reshard someone
+// else's counter is told so (403) only as often as the reshard budget
+// allows; after that each attempt is a 429 that reads nothing, so refused
+// attempts cannot cost reads beyond the budget.
+func TestRefusedAttemptsSpendTheBudget(t *testing.T) {
+	t.Parallel()
+	owner, mallory := user(t, "refused-owner"), user(t, "refused-mallory")
+	id := fmt.Sprintf("refused-%d", time.Now().UnixNano())
+	if r := owner.do(t, "POST", url("createCounter"), fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+	body := fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)
+	var got []int
+	for range 3 {
+		got = append(got, mallory.do(t, "POST", url("reshardCounter"), body).Status)
+	}
+	if want := []int{http.StatusForbidden, http.StatusForbidden, http.StatusTooManyRequests}; !slices.Equal(got, want) {
+		t.Errorf("three refused reshards with a burst of 2: %v, want %v", got, want)
 	}
 }

@@ -42,12 +42,16 @@ func roleOf(req *httpapi.Request, c counter.Counter) role {
 	return userRole
 }
 
-// manage reads counter id with read (the store's Read, or Document to
-// see a deleted counter's tombstone too) for an action only its owner and
-// admins may take (reshard, reset, delete), and spends the caller's
-// budget b on it.
+// manage spends the caller's budget b on an action only a counter's owner
+// and admins may take (reshard, reset, delete), then reads counter id with
+// read (the store's Read, or Document to see a deleted counter's tombstone
+// too) to check the role. The budget comes first so that refused attempts
+// cannot make reads beyond it.
 func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read func(context.Context, string) (counter.Counter, error), b ratelimit.Budget) error {
 	logging.Annotate(ctx, "counter_id", id)
+	if err := a.allow(req, b, 1); err != nil {
+		return err
+	}
 	c, err := read(ctx, id)
 	if err != nil {
 		return err
@@ -55,7 +59,7 @@ func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read 
 	if r := roleOf(req, c); r < ownerRole {
 		return errs.New(errs.PermissionDenied, "%s changes a counter's shards or value only for its owner or an admin; you are %s", req.Function, r)
 	}
-	return a.allow(req, b, 1)
+	return nil
 }
 
 // mayAdd lets end users change a plain counter by at most USER_MAX_DELTA,
