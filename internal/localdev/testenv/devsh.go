@@ -2,11 +2,15 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,25 +49,45 @@ func StartDev(t *testing.T, root string, env ...string) *Dev {
 	if _, err := EmulatorHost(); err != nil {
 		NeedEmulators(t, err)
 	}
-	free := func() string {
-		addr, err := FreeAddr()
-		if err != nil {
-			t.Fatal(err)
+	// A port free when chosen may be taken before dev.sh binds it (it
+	// builds first): then dev.sh exits, and another set of ports is tried.
+	for attempt := 1; ; attempt++ {
+		d, out, err := startDev(t, root, env)
+		if err == nil {
+			return d
 		}
-		_, port, _ := net.SplitHostPort(addr)
-		return port
+		if attempt == 3 || !portTaken.MatchString(out) {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		t.Logf("%v, again on other ports", err)
 	}
-	// The Auth emulator also takes the two ports after its own.
-	var auth string
-	for {
-		auth = free()
-		var n int
-		fmt.Sscan(auth, &n)
-		if portFree(n+1) && portFree(n+2) {
-			break
+}
+
+// portTaken matches what dev.sh and the emulators say of a port in use.
+var portTaken = regexp.MustCompile(`(?i)port taken|in use|address already in use|EADDRINUSE|not open on`)
+
+// startDev starts dev.sh once; it returns its output when it did not start.
+func startDev(t *testing.T, root string, env []string) (*Dev, string, error) {
+	// Ports below the kernel's ephemeral range (32768 and up on Linux),
+	// where other tests' FreeAddr (port 0) never lands; the Auth emulator
+	// also takes the two ports after its own.
+	taken := map[int]bool{}
+	pick := func(span int) string {
+		for {
+			n := 20000 + rand.IntN(12000)
+			ok := true
+			for i := range span {
+				ok = ok && !taken[n+i] && portFree(n+i)
+			}
+			if ok {
+				for i := range span {
+					taken[n+i] = true
+				}
+				return strconv.Itoa(n)
+			}
 		}
 	}
-	d := &Dev{Ports: map[string]string{"8080": free(), "8081": free(), "8082": free(), "9099": auth, "5173": free()}}
+	d := &Dev{Ports: map[string]string{"9099": pick(3), "8080": pick(1), "8081": pick(1), "8082": pick(1), "5173": pick(1)}}
 	cmd := exec.Command("bash", filepath.Join("scripts", "dev.sh"))
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), "FIRESTORE_PORT="+d.Ports["8080"], "FUNCTIONS_PORT="+d.Ports["8081"], "TRIGGER_PORT="+d.Ports["8082"],
@@ -77,28 +101,32 @@ func StartDev(t *testing.T, root string, env ...string) *Dev {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // dev.sh stops what it started
 		select {
 		case <-exited:
 		case <-time.After(20 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
-		if t.Failed() {
-			t.Logf("scripts/dev.sh:\n%s", out.String())
-		}
-	})
+	}
 	deadline := time.After(4 * time.Minute)
 	for !strings.Contains(out.String(), "Ctrl-C stops everything") {
 		select {
 		case <-exited:
-			t.Fatalf("scripts/dev.sh exited:\n%s", out.String())
+			return nil, out.String(), errors.New("scripts/dev.sh exited")
 		case <-deadline:
-			t.Fatalf("scripts/dev.sh was not ready within 4 minutes:\n%s", out.String())
+			stop()
+			return nil, out.String(), errors.New("scripts/dev.sh was not ready within 4 minutes")
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return d
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("scripts/dev.sh:\n%s", out.String())
+		}
+	})
+	return d, "", nil
 }
 
 func portFree(port int) bool {
