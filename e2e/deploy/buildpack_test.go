@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -267,7 +266,7 @@ func start(t *testing.T, bin, target, project string) string {
 	// exits (TestBuildpackBuildsAndServesEveryFunction checks that).
 	cmd.Env = append(os.Environ(), "PORT="+port, "FUNCTION_TARGET="+target,
 		"GOOGLE_CLOUD_PROJECT="+project, "AUTH=off", "ROLLUP_CADENCE=100ms", "LOG_LEVEL=warn")
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -288,22 +287,4 @@ func start(t *testing.T, bin, target, project string) string {
 	}
 	t.Fatalf("%s did not listen on %s:\n%s", target, port, logs.String())
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer a process writes while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

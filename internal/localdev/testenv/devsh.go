@@ -94,7 +94,7 @@ func startDev(t *testing.T, root string, env []string) (*Dev, string, error) {
 		"AUTH_PORT="+d.Ports["9099"], "WEB_PORT="+d.Ports["5173"], "PROJECT_ID="+AuthProject(),
 		"FIRESTORE_EMULATOR_HOST=", "FIREBASE_AUTH_EMULATOR_HOST=", "AUTH=", "LOG_LEVEL=warn"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
+	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,19 +138,19 @@ func portFree(port int) bool {
 	return true
 }
 
-// lockedBuffer is a buffer a process writes while a test reads it.
-type lockedBuffer struct {
+// SyncBuffer is a buffer a process writes while a test reads it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
