@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: gofmt, go vet, go mod tidy and staticcheck checks, then
-# go test -race against a private Firestore emulator and Auth emulator on free
-# ports, stopped even when a test fails.
+# The test command: gofmt, go vet, go mod tidy and staticcheck checks, a
+# bounded run of the time fuzzer, then go test -race against a private
+# Firestore emulator and Auth emulator on free ports, stopped even when a
+# test fails.
 #
 # It installs what the tests need when it is missing, and says so: the npm
 # packages of package-lock.json (the Firebase CLI for the Auth emulator, the
@@ -28,6 +29,11 @@ go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 
 
 step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+step "time fuzzer: no input may cost more than a bounded time per byte (FuzzEdgeTime, ${FUZZ_TIME:-20s})"
+# Minimizing an interesting input re-runs it many times: keep that short,
+# so the budget goes to new inputs.
+go test ./internal/httpapi -run '^$' -fuzz '^FuzzEdgeTime$' -fuzztime "${FUZZ_TIME:-20s}" -fuzzminimizetime 3s
 
 step "npm packages"
 sc_npm_ci

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"bytes"
-	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -146,14 +146,53 @@ func unwrapObject(raw jsontext.Value) (jsontext.Value, bool) {
 // is an exact integer in int64's range (3.0, 3e2) into that integer.
 func unwrapNumber(tok jsontext.Token) jsontext.Value {
 	s := tok.String()
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return jsontext.Value(s) // already an integer
+	if n, ok := exactInt64(s); ok {
+		return jsontext.Value(n)
 	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok || !r.IsInt() || !r.Num().IsInt64() {
-		return jsontext.Value(s)
+	return jsontext.Value(s)
+}
+
+// exactInt64 returns the decimal form of the JSON number literal s when it
+// is an integer within int64's range, in time linear in len(s) whatever
+// its exponent: an arbitrary-precision parse (big.Rat, big.Float) of
+// 1e999999 builds a million-digit number, seconds of CPU for ten bytes of
+// input. The literal is digits × 10^exponent; an exponent or a digit
+// string that cannot land in int64 is refused before any arithmetic.
+func exactInt64(s string) (string, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10), true // already an integer
 	}
-	return jsontext.Value(r.Num().String())
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return "0", true // zero, whatever the exponent
+	}
+	// The value is digits × 10^shift, digits without leading zeros.
+	shift := -len(frac)
+	if hasExp {
+		e, err := strconv.Atoi(exp)
+		// |e| past this cannot bring up to 2 × len(s) digits into int64.
+		if err != nil || e > 19+len(s) || e < -2*len(s) {
+			return "", false
+		}
+		shift += e
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	shift += len(digits) - len(trimmed)
+	if shift < 0 || len(trimmed)+shift > 19 {
+		return "", false // a fraction, or more than int64's 19 digits
+	}
+	n := trimmed + strings.Repeat("0", shift)
+	if neg {
+		n = "-" + n
+	}
+	if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+		return "", false
+	}
+	return n, true
 }
 
 // wrapNumber wraps an integer past ±2^53 as an Int64Value.

@@ -1,7 +1,12 @@
 package httpapi
 
 import (
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The payloads are exactly as the SDKs write them: FunctionsSerializer of
@@ -35,5 +40,76 @@ func TestWrapIntegers(t *testing.T) {
 		if got := string(wrapIntegers([]byte(tc.in))); got != tc.want+"\n" {
 			t.Errorf("wrapIntegers(%s)\n = %s\nwant %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestExactInt64(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"3", "3", true}, {"-3", "-3", true}, {"3.0", "3", true}, {"3e2", "300", true}, {"3E+2", "300", true},
+		{"300e-2", "3", true}, {"-0.0", "0", true}, {"0e999999999999", "0", true}, {"0.000e-5", "0", true},
+		{"9223372036854775807", "9223372036854775807", true}, {"9.223372036854775807e18", "9223372036854775807", true},
+		{"-9.223372036854775808e18", "-9223372036854775808", true},
+		{"9.223372036854775808e18", "", false}, {"1e19", "", false}, {"1.5", "", false}, {"15e-1", "", false},
+		{"1e999999", "", false}, {"1e-999999", "", false}, {"1e99999999999999999999", "", false},
+		{"1" + strings.Repeat("0", 5000) + "e-5000", "1", true},
+		{"0." + strings.Repeat("0", 5000) + "1e5001", "1", true},
+	} {
+		got, ok := exactInt64(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("exactInt64(%.40q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestExactInt64AgreesWithBigRat compares the linear-time reading with an
+// exact one (big.Rat) on numbers whose exponents big.Rat handles quickly.
+func TestExactInt64AgreesWithBigRat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		if rng.IntN(3) == 0 {
+			return strings.TrimRight(string(b), "123456789") + "0" // trailing zeros
+		}
+		return string(b)
+	}
+	for range 20000 {
+		s := strings.TrimLeft(digits(1+rng.IntN(22)), "0") // JSON: no leading zero
+		if s == "" {
+			s = "0"
+		}
+		if rng.IntN(2) == 0 {
+			s += "." + digits(rng.IntN(6))
+		}
+		if rng.IntN(2) == 0 {
+			s += fmt.Sprintf("e%d", rng.IntN(50)-25)
+		}
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		want, wantOK := "", false
+		if r, ok := new(big.Rat).SetString(s); ok && r.IsInt() && r.Num().IsInt64() {
+			want, wantOK = r.Num().String(), true
+		}
+		if got, ok := exactInt64(s); got != want || ok != wantOK {
+			t.Fatalf("exactInt64(%q) = %q, %v; big.Rat says %q, %v", s, got, ok, want, wantOK)
+		}
+	}
+}
+
+// TestHostileNumbersAreCheap: a callable body of numbers with huge
+// exponents used to cost seconds of CPU (an exact big.Rat of each); now
+// each number is read in time linear in its length.
+func TestHostileNumbersAreCheap(t *testing.T) {
+	data := `{"x":[` + strings.TrimSuffix(strings.Repeat("1e999999,", 7000), ",") + `]}`
+	start := time.Now()
+	unwrapIntegers([]byte(data))
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("7,000 numbers with huge exponents took %s", took)
 	}
 }
