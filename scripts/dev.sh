@@ -10,8 +10,10 @@
 #   AUTH_PORT       Auth emulator port; it also takes AUTH_PORT+1 and +2 (default 9099)
 #   WEB_PORT        the web app (default 5173)
 #   AUTH            off | required          (default off here; required when deployed)
-#   ANONYMOUS_CREATE                        (default on with AUTH=required here, so the web app's
+#   USER_CREATE, ANONYMOUS_CREATE           (default on with AUTH=required here, so the web app's
 #                                            anonymous visitors can create counters; off when deployed)
+#   APP_CHECK       off | monitor | enforce (default off); on, a local stand-in for Google's App Check
+#                                            mints and checks the tokens (the web app uses it)
 #   RECONCILE_EVERY how often reconcileCounters runs, as Cloud Scheduler does deployed (default 1m)
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
 # Any other setting of the README's table is passed through to the functions.
@@ -32,7 +34,7 @@ export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
 RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
 if [ "$AUTH" = required ]; then
   export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
-  export ANONYMOUS_CREATE=${ANONYMOUS_CREATE:-on}
+  export USER_CREATE=${USER_CREATE:-on} ANONYMOUS_CREATE=${ANONYMOUS_CREATE:-on}
 fi
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
@@ -71,6 +73,7 @@ sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
 base=http://127.0.0.1:$FUNCTIONS_PORT
 web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT"
+case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=local" ;; esac
 cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH.
@@ -94,7 +97,8 @@ MSG
 if [ "$AUTH" = required ]; then
   cat <<MSG
 
-AUTH=required: sign a new user up and keep its ID token (a fresh address each time, so it works again):
+AUTH=required, with USER_CREATE=$USER_CREATE and ANONYMOUS_CREATE=$ANONYMOUS_CREATE for the demo web app
+(deployed, both default to off: only admins create counters). Sign a new user up and keep its ID token (a fresh address each time, so it works again):
   token=\$(curl -s -X POST 'http://127.0.0.1:$AUTH_PORT/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any' \\
     -H 'Content-Type: application/json' -d "{\\"email\\":\\"me-\$(date +%s%N)@example.com\\",\\"password\\":\\"secret1\\",\\"returnSecureToken\\":true}" \\
     | sed -n 's/.*"idToken": *"\\([^"]*\\)".*/\\1/p')

@@ -6,6 +6,7 @@
 // emulators' addresses come from the page's query string (dev.sh prints
 // the URL), with dev.sh's defaults.
 import { initializeApp } from "firebase/app";
+import { initializeAppCheck, CustomProvider, ReCaptchaEnterpriseProvider } from "firebase/app-check";
 import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
 import { getFirestore, connectFirestoreEmulator, doc, onSnapshot } from "firebase/firestore";
 import { getFunctions, connectFunctionsEmulator, httpsCallable } from "firebase/functions";
@@ -17,6 +18,19 @@ const [fnHost, fnPort] = setting("functions", "127.0.0.1:8081").split(":");
 const [fsHost, fsPort] = setting("firestore", "127.0.0.1:8080").split(":");
 
 const app = initializeApp({ projectId: project, apiKey: "demo-api-key", authDomain: `${project}.firebaseapp.com` });
+// App Check (APP_CHECK=enforce): deployed, a reCAPTCHA Enterprise site key
+// proves calls come from this app; locally, scripts/dev.sh's stand-in for
+// Google's service mints the tokens. httpsCallable attaches them itself.
+if (params.get("appcheck") === "local") {
+  initializeAppCheck(app, {
+    provider: new CustomProvider({
+      getToken: async () => (await fetch(`http://${setting("functions", "127.0.0.1:8081")}/debug/appcheck/token`)).json(),
+    }),
+    isTokenAutoRefreshEnabled: true,
+  });
+} else if (params.get("recaptcha")) {
+  initializeAppCheck(app, { provider: new ReCaptchaEnterpriseProvider(params.get("recaptcha")), isTokenAutoRefreshEnabled: true });
+}
 const auth = getAuth(app);
 connectAuthEmulator(auth, `http://${setting("auth", "127.0.0.1:9099")}`, { disableWarnings: true });
 const db = getFirestore(app);

@@ -19,6 +19,9 @@
 // With -reconcile-every, it calls reconcileCounters on that schedule, as
 // Cloud Scheduler does when deployed (scripts/dev.sh: every minute).
 //
+// With APP_CHECK on, it stands in for Google's App Check service at
+// /debug/appcheck/ (internal/localdev/appcheckdev).
+//
 // /debug/shardcount serves what the functions counted (Firestore commits,
 // writes and reads by label, roll-up events), which loadgen reads.
 package main
@@ -40,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/localdev/appcheckdev"
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/service"
@@ -62,8 +66,11 @@ func main() {
 	})
 	flag.Parse()
 
-	s := service.New(os.Getenv)
 	mux := http.NewServeMux()
+	if err := standInForAppCheck(mux, net.JoinHostPort(*host, *port)); err != nil {
+		log.Fatalf("devserver: %v", err)
+	}
+	s := service.New(os.Getenv)
 	for _, spec := range service.Catalog {
 		mux.Handle("/"+spec.Name, s.Handler(spec.Name))
 	}
@@ -86,6 +93,26 @@ func main() {
 		}
 	}
 	log.Fatalf("devserver: %v", listen(net.JoinHostPort(*host, *port), mux))
+}
+
+// standInForAppCheck serves a local App Check service under
+// /debug/appcheck/ when APP_CHECK is on and nothing else stands in for
+// Google's (which cannot be reached locally): the functions verify tokens
+// against its key and consume limited-use ones through it, and the web app
+// gets its tokens from /debug/appcheck/token.
+func standInForAppCheck(mux *http.ServeMux, addr string) error {
+	if m := strings.ToLower(os.Getenv("APP_CHECK")); m == "" || m == "off" || os.Getenv("APP_CHECK_JWKS_URL") != "" {
+		return nil
+	}
+	svc, err := appcheckdev.New(os.Getenv("GOOGLE_CLOUD_PROJECT"))
+	if err != nil {
+		return err
+	}
+	svc.Register(mux, "/debug/appcheck")
+	os.Setenv("APP_CHECK_JWKS_URL", "http://"+addr+"/debug/appcheck/jwks")
+	os.Setenv("APP_CHECK_API_URL", "http://"+addr+"/debug/appcheck/")
+	log.Printf("devserver: App Check tokens are minted and checked locally (/debug/appcheck/)")
+	return nil
 }
 
 // timeouts bound what a client can hold a connection for: the functions

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 		"AUTH":                    "required",
 		// The web app signs in anonymously; as AUTH=required scripts/dev.sh
 		// does, let it create counters.
+		"USER_CREATE":           "on",
 		"ANONYMOUS_CREATE":      "on",
 		"CORS_ORIGINS":          webOrigin,
 		"ROLLUP_CADENCE":        cadence.String(),
@@ -158,6 +159,13 @@ func TestWebApp(t *testing.T) {
 		chromedp.WaitEnabled(css("#plus")),
 		waitText("#total", "0"),
 	))
+	// An end user's counter is ranked once the app's moderators say so.
+	moderator := "moderator-" + id
+	testenv.CreateUser(t, project, moderator)
+	if r := testenv.Do(t, "POST", base+"/updateCounter", fmt.Sprintf(`{"counter_id":%q,"ranked":true}`, id),
+		"Authorization", "Bearer "+testenv.AdminIDToken(project, moderator)); r.Status != 200 {
+		t.Fatalf("the moderator ranks the counter: %s", r)
+	}
 
 	// +1 thirty times quickly, -1 five times: 35 callables in flight.
 	var presses []chromedp.Action[chromedp.Void]

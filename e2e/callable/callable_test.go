@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
+		"USER_CREATE":          "on", // the SDKs' users create counters of their own
 		"RATE_LIMITS":          "query=0.001:4",
 		"SHARD_COUNT_CACHE":    "1m",
 		"LOG_LEVEL":            "warn",

@@ -214,6 +214,8 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 				t.Fatal(cerr)
 			}
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":"%s-doomed"}`, id)))
+		case "updateCounter":
+			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"ranked":true}`, id)))
 		case "listCounters":
 			resp, err = http.Get(base + "/?limit=5")
 		case "topCounters":

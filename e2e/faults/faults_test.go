@@ -223,6 +223,7 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 				"reshardCounter":    `{"counter_id":"c1","num_shards":2}`,
 				"resetCounter":      `{"counter_id":"c1"}`,
 				"deleteCounter":     `{"counter_id":"c1"}`,
+				"updateCounter":     `{"counter_id":"c1","ranked":false}`,
 				"reconcileCounters": `{}`,
 				"recordInstruments": `{"instruments":[{"symbol":"A","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`,
 			}[spec.Name]

@@ -13,15 +13,16 @@ import (
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
-// LoadTestBudgets is what docs/operations/load-testing.md says to set.
-const LoadTestBudgets = "increment=0:1,create=0:1,strong=0:1"
+// LoadTestBudgets is what docs/operations/load-testing.md says to set,
+// for users and addresses alike.
+const LoadTestBudgets = "call=0:1,increment=0:1,create=0:1,read=0:1,strong=0:1"
 
 func TestLoadgenWithManyUsers(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := testenv.StartDev(t, root, "AUTH=required", "RATE_LIMITS="+LoadTestBudgets)
+	dev := testenv.StartDev(t, root, "AUTH=required", "RATE_LIMITS="+LoadTestBudgets, "ADDRESS_RATE_LIMITS="+LoadTestBudgets)
 	loadgen := testenv.BuildLoadgen(t, root)
 	env := []string{"FIRESTORE_EMULATOR_HOST=" + dev.FirestoreHost(), "FIREBASE_AUTH_EMULATOR_HOST=" + dev.AuthHost(),
 		"GOOGLE_CLOUD_PROJECT=" + testenv.AuthProject()}

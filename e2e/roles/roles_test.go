@@ -28,6 +28,8 @@ import (
 
 var base, project, run string
 
+const unlimited = "call=0:1,create=0:1,increment=0:1,read=0:1,strong=0:1,reshard=0:1,reset=0:1,delete=0:1,list=0:1,top=0:1"
+
 func TestMain(m *testing.M) {
 	testenv.ExitWithoutEmulators(true)
 	project = testenv.AuthProject() // real sign-ins get tokens of this project
@@ -35,9 +37,12 @@ func TestMain(m *testing.M) {
 	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
+		// USER_CREATE=on: this is the table of counters users own.
+		"USER_CREATE": "on",
 		// Budgets are secured's test; here every call must reach its check.
-		"RATE_LIMITS": "create=0:1,increment=0:1,reshard=0:1,reset=0:1,delete=0:1,list=0:1",
-		"LOG_LEVEL":   "warn",
+		"RATE_LIMITS":         unlimited,
+		"ADDRESS_RATE_LIMITS": unlimited,
+		"LOG_LEVEL":           "warn",
 	})
 	os.Exit(m.Run())
 }
@@ -317,6 +322,53 @@ func TestTheAttackRun(t *testing.T) {
 	status, _, body := plain.call(t, victim, "getCounter", "GET", map[string]any{"counter_id": id, "consistency": "strong"})
 	if status != allow || !strings.Contains(string(body), `"count":0`) {
 		t.Errorf("the victim's counter: %d %s, want 0", status, body)
+	}
+}
+
+// TestUserCountersStayWithinTheirLimits: USER_MAX_SHARDS holds when the
+// owner reshards (it held at creation only: 10 shards, then 1,000), and
+// a counter an end user made is not ranked until an admin says so, however
+// much its owner adds to it (mallory's buy-cheap-followers, +10⁹).
+func TestUserCountersStayWithinTheirLimits(t *testing.T) {
+	mallory := signUp(t, "mallory-limits", false)
+	admin := makeAdmin(t, signUp(t, "admin-limits", false))
+	plain := protocols[0]
+	id := "buy-cheap-followers-" + run
+	if status, _, body := plain.call(t, mallory, "createCounter", "POST", map[string]any{"counter_id": id, "num_shards": 10}); status != created {
+		t.Fatalf("%d %s", status, body)
+	}
+	if status, _, body := plain.call(t, mallory, "reshardCounter", "POST", map[string]any{"counter_id": id, "num_shards": 1000}); status != deny || !strings.Contains(string(body), "USER_MAX_SHARDS") {
+		t.Errorf("the owner reshards to 1,000: %d %s", status, body)
+	}
+	if status, _, body := plain.call(t, mallory, "reshardCounter", "POST", map[string]any{"counter_id": id, "num_shards": 100}); status != allow {
+		t.Errorf("the owner reshards to USER_MAX_SHARDS: %d %s", status, body)
+	}
+	if status, _, body := plain.call(t, admin, "reshardCounter", "POST", map[string]any{"counter_id": id, "num_shards": 1000}); status != allow {
+		t.Errorf("an admin reshards it to 1,000: %d %s", status, body)
+	}
+	if status, _, body := plain.call(t, mallory, "createCounter", "POST", map[string]any{"counter_id": id + "-r", "ranked": true}); status != deny {
+		t.Errorf("an end user asks for a ranked counter: %d %s", status, body)
+	}
+	if status, _, body := plain.call(t, mallory, "incrementCounter", "POST", map[string]any{"counter_id": id, "delta": 1_000_000_000}); status != allow {
+		t.Fatalf("the owner adds 10⁹: %d %s", status, body)
+	}
+	ranked := func() bool {
+		_, _, body := plain.call(t, mallory, "topCounters", "GET", map[string]any{"window": "all", "limit": 100})
+		return strings.Contains(string(body), id)
+	}
+	// The roll-up is not running here; reconcile writes the total.
+	testenv.Do(t, "POST", base+"/reconcileCounters", fmt.Sprintf(`{"counter_id":%q}`, id))
+	if ranked() {
+		t.Errorf("an end user's counter is ranked")
+	}
+	if status, _, body := plain.call(t, mallory, "updateCounter", "POST", map[string]any{"counter_id": id, "ranked": true}); status != deny {
+		t.Errorf("the owner ranks it: %d %s", status, body)
+	}
+	if status, _, body := plain.call(t, admin, "updateCounter", "POST", map[string]any{"counter_id": id, "ranked": true}); status != allow {
+		t.Fatalf("the admin ranks it: %d %s", status, body)
+	}
+	if !ranked() {
+		t.Errorf("a counter the admin ranked is not in the ranking")
 	}
 }
 

@@ -181,7 +181,7 @@ func TestWindows(t *testing.T) {
 			create(t, old, false)
 			prev := hour.Add(-time.Hour)
 			if _, err := fs.Doc("counters/"+old+"/windows/"+windows.DocID(windows.Hour, prev)).Set(context.Background(), map[string]any{
-				"counter_id": old, "granularity": "hour", "start": prev, "count": int64(1_000_000), "expire_at": prev.Add(40 * 24 * time.Hour)}); err != nil {
+				"counter_id": old, "granularity": "hour", "start": prev, "count": int64(1_000_000), "expire_at": prev.Add(40 * 24 * time.Hour), "ranked": true}); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range top(t, "window=hour&limit=100").Counters {

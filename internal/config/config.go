@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -75,14 +76,28 @@ type Config struct {
 	// Roles (AUTH=required): what a signed-in user who is neither the
 	// counter's owner nor an admin may do.
 	UserMaxDelta    int64 // largest |delta| of an end user's increment
-	UserMaxShards   int   // most shards an end user may create a counter with
-	AnonymousCreate bool  // users of anonymous sign-in may create counters
+	UserMaxShards   int   // most shards an end user may give a counter
+	UserCreate      bool  // signed-in users may create counters
+	AnonymousCreate bool  // …users of anonymous sign-in too (with UserCreate)
+
+	// AppCheck is how public functions treat App Check tokens of end
+	// users; AppCheckConsume names the functions whose calls must carry a
+	// limited-use token, consumed on use.
+	AppCheck        httpapi.AppCheckMode
+	AppCheckConsume []string
+	// AppCheckJWKS and AppCheckAPI replace Google's App Check keys and API
+	// locally.
+	AppCheckJWKS, AppCheckAPI string
+	// Proxies says which X-Forwarded-For hop is the client (TRUSTED_PROXIES).
+	Proxies httpapi.Proxies
 
 	// Windows keeps the roll-up's changes per minute, hour and day for
 	// this long after each bucket ends; nil with WINDOWS=off.
 	Windows windows.Retention
 
-	Limits map[ratelimit.Budget]ratelimit.Limit
+	// Limits are each end user's budgets, AddressLimits each client
+	// address's.
+	Limits, AddressLimits ratelimit.Limits
 
 	// PageTokenSecret signs queryInstruments page tokens; a deployed
 	// function that signs them refuses to start without it (service.New).
@@ -201,10 +216,36 @@ var Settings = []Setting{
 			c.UserMaxDelta = n
 			return nil
 		}},
-	{"USER_MAX_SHARDS", "100", "Most shards an end user may create a counter with (1–1000), the heuristic's choice included; admins create up to 1000.", Deployed,
+	{"USER_MAX_SHARDS", "100", "Most shards a counter an end user created may have (1–1000): at creation (the heuristic's choice included), when its owner reshards it, and when automatic sharding grows it. Admins and counters of kinds go up to 1000.", Deployed,
 		intIn(func(c *Config) *int { return &c.UserMaxShards }, counter.MinShards, counter.MaxShards)},
-	{"ANONYMOUS_CREATE", "off", "`on`: users of anonymous sign-in may create counters too (as end users).", Deployed,
+	{"USER_CREATE", "off", "`off`: only admins create counters (an app's backend, with its admin identity); end users reach counters through kinds (`COUNTER_KINDS`). `on`: signed-in users may create counters too, and own them. See the README's \"Who may do what\".", Deployed,
+		onOff(func(c *Config) *bool { return &c.UserCreate })},
+	{"ANONYMOUS_CREATE", "off", "`on`, with `USER_CREATE=on`: users of anonymous sign-in may create counters too (as end users).", Deployed,
 		onOff(func(c *Config) *bool { return &c.AnonymousCreate })},
+	{"APP_CHECK", "off", "`enforce`: an end user's call without a valid App Check token (`X-Firebase-AppCheck`) is 401 `UNAUTHENTICATED`; admins are exempt. `monitor`: tokens are checked, counted and logged, and nothing is refused. `off`: not checked. See docs/security.md for why it is off by default.", Deployed,
+		func(c *Config, v string) error {
+			switch m := httpapi.AppCheckMode(strings.ToLower(v)); m {
+			case httpapi.AppCheckOff, httpapi.AppCheckMonitor, httpapi.AppCheckEnforce:
+				c.AppCheck = m
+				return nil
+			}
+			return fmt.Errorf("must be off, monitor or enforce, got %q", v)
+		}},
+	{"APP_CHECK_CONSUME", "", "Comma-separated functions (e.g. `incrementCounter`) whose calls must carry a limited-use App Check token, consumed on use through the App Check API: a replayed token is refused (with `APP_CHECK=enforce`). Each call then costs a request to that API.", Deployed,
+		func(c *Config, v string) error {
+			for name := range strings.SplitSeq(v, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					c.AppCheckConsume = append(c.AppCheckConsume, name)
+				}
+			}
+			return nil
+		}},
+	{"APP_CHECK_JWKS_URL", "", "Where App Check's public keys are served instead of Google's (the local stand-in of scripts/dev.sh and the tests). Local only.", Local,
+		func(c *Config, v string) error { c.AppCheckJWKS = v; return nil }},
+	{"APP_CHECK_API_URL", "", "Base URL of a stand-in for the App Check API, which consumes limited-use tokens. Local only.", Local,
+		func(c *Config, v string) error { c.AppCheckAPI = v; return nil }},
+	{"TRUSTED_PROXIES", "", "Proxies in front of the functions that append to `X-Forwarded-For` (a load balancer, a Firebase Hosting rewrite): their number, or their addresses as comma-separated CIDRs. The client's address, which budgets count under, is the hop before them. Unset: the hop Google's front end wrote.", Deployed,
+		func(c *Config, v string) (err error) { c.Proxies, err = httpapi.ParseProxies(v); return err }},
 	{"WINDOWS", "on", "`on`: the roll-up adds each change to the counter's minute, hour and day buckets (history, `topCounters`). `off`: it writes none.", Deployed,
 		onOff(func(c *Config) *bool { return &c.windowsOn })},
 	{"WINDOW_RETENTION", "minute=48h,hour=840h,day=26280h", "How long buckets are kept after they end, per granularity (`granularity=duration`, comma-separated; the ones listed replace their defaults: two days of minutes, 35 days of hours, three years of days), by a TTL policy.", Deployed,
@@ -225,8 +266,16 @@ var Settings = []Setting{
 			c.retention = r
 			return nil
 		}},
-	{"RATE_LIMITS", ratelimit.DefaultsString(), "Budgets of end users, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults. Each counts per user and per client address; rate 0 lifts a budget for both. Admins have none. See docs/security.md.", Deployed,
-		func(c *Config, v string) (err error) { c.Limits, err = ratelimit.Parse(v); return err }},
+	{"RATE_LIMITS", ratelimit.UserDefaults.String(), "Budgets of each end user, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults; rate 0 lifts one. Admins have none. See docs/security.md.", Deployed,
+		func(c *Config, v string) (err error) {
+			c.Limits, err = ratelimit.Parse(v, ratelimit.UserDefaults)
+			return err
+		}},
+	{"ADDRESS_RATE_LIMITS", ratelimit.AddressDefaults.String(), "Budgets of each client address (an IPv6 address by its /64), in the syntax of `RATE_LIMITS`: every end user's call spends from both. Many users may share an address (a NAT): raise them to what that many users do at their peak.", Deployed,
+		func(c *Config, v string) (err error) {
+			c.AddressLimits, err = ratelimit.Parse(v, ratelimit.AddressDefaults)
+			return err
+		}},
 	{"PAGE_TOKEN_SECRET", "", "Key that signs `queryInstruments` page tokens. Required when that function is deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,
 		func(c *Config, v string) error {
 			if v != "" && len(v) < 16 {

@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 	if c.Auth != AuthRequired || c.RollupCadence != time.Second || c.InstrumentShards != 3 ||
 		c.LogLevel != slog.LevelInfo || len(c.CORSOrigins) != 0 || c.FirestoreDeadline != 10*time.Second ||
 		!c.GroupCommit || c.GroupCommitMaxBatch != 250 || c.GroupCommitMaxWait != 0 || c.ShardCountCache != 5*time.Minute ||
-		c.AutoSharding || c.Deployed || c.Limits[ratelimit.Increment] != ratelimit.Defaults[ratelimit.Increment] {
+		c.AutoSharding || c.Deployed || c.Limits[ratelimit.Increment] != ratelimit.UserDefaults[ratelimit.Increment] {
 		t.Errorf("defaults = %+v", c)
 	}
 }

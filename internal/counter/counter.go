@@ -73,6 +73,11 @@ type Counter struct {
 	// Owner is the uid of the user who created the counter; "" when it was
 	// created without authentication (AUTH=off) or by an admin's backend.
 	Owner string
+	// Origin says who created it, which bounds what it may become.
+	Origin Origin
+	// Ranked counters appear in topCounters (a kind's counters as the kind
+	// says, an admin's by default, an end user's once an admin marks it).
+	Ranked bool
 	// Unique counters count distinct users, each at most once
 	// (members/{uid}); their value is their number of members.
 	Unique    bool
@@ -80,6 +85,29 @@ type Counter struct {
 	// Deleted is set on the document of a deleted counter (a tombstone)
 	// until everything under it is gone.
 	Deleted Deletion
+}
+
+// Origin is who created a counter.
+type Origin string
+
+const (
+	// ByAdmin: an admin (an app's backend), or anyone with AUTH=off.
+	ByAdmin Origin = "admin"
+	// ByUser: an end user (USER_CREATE=on), who owns it.
+	ByUser Origin = "user"
+	// ByKind: the first increment of an id of a declared kind.
+	ByKind Origin = "kind"
+)
+
+// MaxShardsFor is the most shards a counter may reach by its owner's
+// reshard or automatic sharding: userMax (USER_MAX_SHARDS) for one an end
+// user created, MaxShards otherwise. A counter stored before origins were
+// recorded counts as an end user's when it has an owner.
+func (c Counter) MaxShardsFor(userMax int) int {
+	if c.Origin == ByUser || c.Origin == "" && c.Owner != "" {
+		return min(userMax, MaxShards)
+	}
+	return MaxShards
 }
 
 // Rollup is one write of a counter's roll-up: the counter document as Next

@@ -40,6 +40,8 @@ const (
 	fieldReshard      = "reshard"
 	fieldOwner        = "owner"
 	fieldUnique       = "unique"
+	fieldOrigin       = "origin"
+	fieldRanked       = "ranked"
 	fieldDeletedAt    = "deleted_at"
 	fieldPurgeAfter   = "purge_after"
 	fieldCommits      = "commits" // of a shard
@@ -75,7 +77,7 @@ type CountersOptions struct {
 
 // Counters stores sharded counters:
 //
-//	counters/{id}                          num_shards, count, rollup_as_of, created_at, owner, unique,
+//	counters/{id}                          num_shards, count, rollup_as_of, created_at, owner, unique, origin, ranked,
 //	                                       rollups, shard_commits, slow_commits, write_rate, activity_as_of,
 //	                                       reshard, deleted_at, purge_after
 //	counters/{id}/shards/{0..N-1}          count, commits, slow (created by the first increment landing on it)
@@ -130,6 +132,8 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 		fieldRollups:   intValue(0),
 		fieldOwner:     stringValue(c.Owner),
 		fieldUnique:    boolValue(c.Unique),
+		fieldOrigin:    stringValue(string(c.Origin)),
+		fieldRanked:    boolValue(c.Ranked),
 	}
 	w := createWrite(s.ref(c.ID).Path, fields)
 	old, err := s.Document(ctx, c.ID)
@@ -206,6 +210,8 @@ type counterDoc struct {
 	CreatedAt    time.Time  `firestore:"created_at"`
 	Owner        string     `firestore:"owner"`
 	Unique       bool       `firestore:"unique"`
+	Origin       string     `firestore:"origin"`
+	Ranked       bool       `firestore:"ranked"`
 	ShardCommits int64      `firestore:"shard_commits"`
 	SlowCommits  int64      `firestore:"slow_commits"`
 	WriteRate    float64    `firestore:"write_rate"`
@@ -240,7 +246,7 @@ func decodeCounter(snap *firestore.DocumentSnapshot) (counter.Counter, error) {
 		Sums:      counter.Sums{Count: d.Count, Commits: d.ShardCommits, Slow: d.SlowCommits},
 		WriteRate: d.WriteRate, ActivityAsOf: d.ActivityAsOf,
 		Reshard: counter.Reshard(d.Reshard),
-		Owner:   d.Owner, Unique: d.Unique, CreatedAt: d.CreatedAt,
+		Owner:   d.Owner, Unique: d.Unique, CreatedAt: d.CreatedAt, Origin: counter.Origin(d.Origin), Ranked: d.Ranked,
 		Deleted: counter.Deletion{At: d.DeletedAt, PurgeAfter: d.PurgeAfter},
 	}, nil
 }

@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
 )
 
 // DB holds the Firestore clients of one process.
@@ -140,14 +141,14 @@ func (db *DB) commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitRespon
 
 // get reads one document; a missing one is a codes.NotFound error.
 func (db *DB) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	db.ops(ctx).Reads.Add(1)
+	db.read(ctx, 1)
 	return ref.Get(ctx)
 }
 
 // getAll reads documents in one round trip; missing ones have
 // Exists() false. Firestore bills each one as a read.
 func (db *DB) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-	db.ops(ctx).Reads.Add(int64(len(refs)))
+	db.read(ctx, len(refs))
 	return db.client.GetAll(ctx, refs)
 }
 
@@ -155,7 +156,7 @@ func (db *DB) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*fir
 // bills at least one read per query).
 func (db *DB) queryAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
 	docs, err := q.Documents(ctx).GetAll()
-	db.ops(ctx).Reads.Add(int64(max(1, len(docs))))
+	db.read(ctx, max(1, len(docs)))
 	return docs, err
 }
 
@@ -205,6 +206,7 @@ func (db *DB) count(ctx context.Context, coll *firestore.CollectionRef, at time.
 // (zero: now), and returns their results by alias and the read time.
 func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
 	db.ops(ctx).Aggregations.Add(1)
+	ledger.Read(ctx, 1)
 	parent := db.database + "/documents"
 	if coll.Parent != nil {
 		parent = coll.Parent.Path
@@ -357,6 +359,13 @@ func (db *DB) ops(ctx context.Context) *Ops {
 		db.stats[label] = o
 	}
 	return o
+}
+
+// read counts n documents read under ctx's label, and on the request's
+// ledger.
+func (db *DB) read(ctx context.Context, n int) {
+	db.ops(ctx).Reads.Add(int64(n))
+	ledger.Read(ctx, n)
 }
 
 // Stats returns the operations counted so far, by label.

@@ -165,7 +165,7 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 // subcollections lists the collections under counter id, those of
 // purgeOrder first.
 func (s *Counters) subcollections(ctx context.Context, id string) ([]*firestore.CollectionRef, error) {
-	s.db.ops(ctx).Reads.Add(1)
+	s.db.read(ctx, 1)
 	all, err := s.ref(id).Collections(ctx).GetAll()
 	if err != nil {
 		return nil, classify(err, "list the collections of counter "+id)

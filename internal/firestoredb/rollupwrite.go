@@ -48,7 +48,7 @@ func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(1)}}}
 	writes := []*pb.Write{w}
 	if r.Change != 0 && s.opts.Windows != nil {
-		writes = append(writes, s.windowWrites(c.ID, c.AsOf, r.Change)...)
+		writes = append(writes, s.windowWrites(c, r.Change)...)
 	}
 	if r.Correct != 0 {
 		writes = append(writes, incrementWrite(s.shardRef(c.ID, rand.IntN(c.NumShards)).Path,
@@ -67,19 +67,21 @@ func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time
 	return time.Time{}, false, classify(err, "write the roll-up of "+c.ID)
 }
 
-// windowWrites adds change to counter id's bucket of each granularity
-// holding at, creating it when missing.
-func (s *Counters) windowWrites(id string, at time.Time, change int64) []*pb.Write {
+// windowWrites adds change to counter c's bucket of each granularity
+// holding c.AsOf, creating it when missing; each bucket also says whether
+// rankings may show it, as its counter does now.
+func (s *Counters) windowWrites(c counter.Counter, change int64) []*pb.Write {
 	var writes []*pb.Write
 	for _, g := range windows.All {
-		start := g.Start(at)
+		start := g.Start(c.AsOf)
 		fields := map[string]*pb.Value{
-			fieldCounterID:   stringValue(id),
+			fieldCounterID:   stringValue(c.ID),
 			fieldGranularity: stringValue(string(g)),
 			fieldStart:       timeValue(start),
 			fieldExpireAt:    timeValue(s.opts.Windows.ExpireAt(g, start)),
+			fieldRanked:      boolValue(c.Ranked),
 		}
-		w := incrementWrite(s.windowRef(id, g, start).Path, map[string]int64{fieldCount: change})
+		w := incrementWrite(s.windowRef(c.ID, g, start).Path, map[string]int64{fieldCount: change})
 		w.GetUpdate().Fields = fields
 		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
 		writes = append(writes, w)

@@ -62,20 +62,20 @@ type Ranked struct {
 }
 
 // TopQuery is Top's query for a window (g, start), or over the counters'
-// totals when g is "".
+// totals when g is "": ranked counters only.
 func (s *Counters) TopQuery(g windows.Granularity, start time.Time, limit int) firestore.Query {
 	if g == "" {
-		return s.db.client.Collection(CountersCollection).Where(fieldCount, ">", 0).
+		return s.db.client.Collection(CountersCollection).Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
 			OrderBy(fieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	}
 	return s.db.client.CollectionGroup(WindowsCollection).
-		Where(fieldGranularity, "==", string(g)).Where(fieldStart, "==", start).Where(fieldCount, ">", 0).
+		Where(fieldGranularity, "==", string(g)).Where(fieldStart, "==", start).Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
 		OrderBy(fieldCount, firestore.Desc).OrderBy(fieldCounterID, firestore.Asc).Limit(limit)
 }
 
-// Top returns the counters with the highest positive count in the bucket
-// of g starting at start, or by total when g is "": one indexed query,
-// ties broken by counter id.
+// Top returns the ranked counters with the highest positive count in the
+// bucket of g starting at start, or by total when g is "": one indexed
+// query, ties broken by counter id.
 func (s *Counters) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int) ([]Ranked, error) {
 	docs, err := s.db.queryAll(ctx, s.TopQuery(g, start, limit))
 	if err != nil {

@@ -18,15 +18,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -34,10 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 )
 
@@ -52,12 +45,13 @@ type Request struct {
 	// Admin is true for a token with the custom claim admin: true, and for
 	// every caller with AUTH=off.
 	Admin bool
-	// ClientAddr is the caller's network address, for budgets: the last
-	// X-Forwarded-For hop when deployed (the one Google's front end
-	// writes), the peer's address otherwise.
+	// ClientAddr is the caller's network address, for budgets
+	// (Proxies.ClientAddr).
 	ClientAddr string
-	Callable   bool
-	HTTP       *http.Request
+	// AppID is the Firebase app of a valid App Check token, if any.
+	AppID    string
+	Callable bool
+	HTTP     *http.Request
 
 	header http.Header // of the response
 	input  []byte      // a JSON object: the plain body or the callable data
@@ -95,19 +89,12 @@ type Endpoint struct {
 	MaxBody int64
 	// Deadline bounds the handler's work instead of Edge.Deadline, when set.
 	Deadline time.Duration
-	Handle   Handle
+	// Admit, when set, runs once the caller is known and before the
+	// request's body is parsed: it spends the caller's budget for a call,
+	// so what a caller sends costs it before it costs us.
+	Admit  func(ctx context.Context, req *Request) error
+	Handle Handle
 }
-
-// Caller is who sent a request, from its Firebase ID token.
-type Caller struct {
-	UID       string
-	Anonymous bool // signed in with Firebase anonymous sign-in
-	Admin     bool // the token carries the custom claim admin: true
-}
-
-// Authenticator returns the caller of a request that carries an
-// Authorization header, or an UNAUTHENTICATED error.
-type Authenticator func(ctx context.Context, r *http.Request) (Caller, error)
 
 // Edge holds what every endpoint shares.
 type Edge struct {
@@ -122,8 +109,12 @@ type Edge struct {
 	// token. Otherwise (AUTH=off) a token that is sent is still checked
 	// and names the caller, and every caller is an admin.
 	AuthRequired bool
-	// Deployed takes the client's address from X-Forwarded-For.
+	// Deployed takes the client's address from X-Forwarded-For, behind
+	// Proxies.
 	Deployed bool
+	Proxies  Proxies
+	// AppCheck checks the App Check tokens of public endpoints; nil: off.
+	AppCheck *AppCheck
 	// Deadline bounds a handler's work (its Firestore calls), and the
 	// check of its caller's token.
 	Deadline time.Duration
@@ -174,6 +165,91 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	if ep.Public && ep.Method != http.MethodPost {
 		methods += ", POST" // the callable form
 	}
+	if status, done := e.preflight(w, r, methods); done {
+		return status, nil
+	}
+	notAllowed := func(hint string) (int, error) {
+		w.Header().Set("Allow", methods+", OPTIONS")
+		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, r.Method, hint))
+	}
+	const callableHint = " (a POST must be a callable request, {\"data\": {…}})"
+
+	// The cheapest checks come first, each before the work of the next:
+	// the method and the content type, the size (the body is read but not
+	// parsed), the caller's ID token and App Check token, the caller's
+	// budget for a call, and only then the body's JSON.
+	var body []byte
+	switch {
+	case r.Method == http.MethodGet && ep.Method == http.MethodGet:
+	case r.Method == http.MethodPost && (ep.Method == http.MethodPost || ep.Public):
+		if !isJSON(r) {
+			if ep.Method != http.MethodPost {
+				return notAllowed(callableHint)
+			}
+			return WriteError(w, &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
+				Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))})
+		}
+		var err error
+		if body, err = readBody(w, r, ep.MaxBody); err != nil {
+			return WriteError(w, err)
+		}
+	default:
+		return notAllowed("")
+	}
+
+	ctx := r.Context()
+	if d := cmp.Or(ep.Deadline, e.Deadline); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	req.ClientAddr = e.Proxies.ClientAddr(r, e.Deployed)
+	if ep.Public {
+		if err := e.identify(ctx, req); err != nil {
+			if errs.Is(err, errs.Unauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
+			}
+			return writeEarlyError(w, err)
+		}
+		if err := e.checkApp(ctx, ep, req); err != nil {
+			return writeEarlyError(w, err)
+		}
+	}
+	ctx, led := ledger.New(ctx, req.Admin || !ep.Public)
+	defer e.audit(ctx, led)
+	if ep.Admit != nil {
+		if err := ep.Admit(ctx, req); err != nil {
+			return writeEarlyError(w, err)
+		}
+	}
+
+	switch data, callable := callableData(body); {
+	case body == nil:
+		req.query = r.URL.Query()
+	case callable && ep.Public:
+		req.Callable, req.input = true, unwrapIntegers(data)
+	case ep.Method != http.MethodPost:
+		return notAllowed(callableHint)
+	default:
+		req.input = body
+	}
+	fail := WriteError
+	if req.Callable {
+		fail = writeCallableError
+	}
+	status, out, err := handle(ctx, ep, req)
+	switch {
+	case err != nil:
+		return fail(w, err)
+	case req.Callable:
+		return writeCallableResult(w, out)
+	}
+	return WriteJSON(w, status, out)
+}
+
+// preflight sets the CORS headers of a browser's request and answers
+// OPTIONS; done reports that the request is answered.
+func (e *Edge) preflight(w http.ResponseWriter, r *http.Request, methods string) (status int, done bool) {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		allowed := e.allowOrigin(origin)
 		if allowed != "" {
@@ -183,129 +259,30 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		w.Header().Add("Vary", "Origin")
 		if r.Method == http.MethodOptions {
 			if allowed == "" {
-				return WriteError(w, errs.New(errs.PermissionDenied, "origin %q is not allowed (CORS_ORIGINS)", origin))
+				status, _ := WriteError(w, errs.New(errs.PermissionDenied, "origin %q is not allowed (CORS_ORIGINS)", origin))
+				return status, true
 			}
 			w.Header().Set("Access-Control-Allow-Methods", methods+", OPTIONS")
 			w.Header().Set("Access-Control-Allow-Headers", allowedHeaders)
 			w.Header().Set("Access-Control-Max-Age", "3600")
 			w.WriteHeader(http.StatusNoContent)
-			return http.StatusNoContent, nil
+			return http.StatusNoContent, true
 		}
 	}
 	if r.Method == http.MethodOptions {
 		w.Header().Set("Allow", methods+", OPTIONS")
 		w.WriteHeader(http.StatusNoContent)
-		return http.StatusNoContent, nil
+		return http.StatusNoContent, true
 	}
-	notAllowed := func(hint string) (int, error) {
-		w.Header().Set("Allow", methods+", OPTIONS")
-		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, r.Method, hint))
-	}
-
-	switch {
-	case r.Method == http.MethodGet && ep.Method == http.MethodGet:
-		req.query = r.URL.Query()
-	case r.Method == http.MethodPost:
-		if err := e.readBody(w, r, ep, req); err != nil {
-			if errs.Is(err, errs.MethodNotAllowed) {
-				return notAllowed(" (a POST must be a callable request, {\"data\": {…}})")
-			}
-			return WriteError(w, err)
-		}
-	default:
-		return notAllowed("")
-	}
-
-	fail := WriteError
-	if req.Callable {
-		fail = writeCallableError
-	}
-	ctx := r.Context()
-	if d := cmp.Or(ep.Deadline, e.Deadline); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	req.ClientAddr = clientAddr(r, e.Deployed)
-	if ep.Public {
-		if err := e.identify(ctx, req); err != nil {
-			if errs.Is(err, errs.Unauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
-			}
-			return fail(w, err)
-		}
-	}
-	status, body, err := handle(ctx, ep, req)
-	switch {
-	case err != nil:
-		return fail(w, err)
-	case req.Callable:
-		return writeCallableResult(w, body)
-	}
-	return WriteJSON(w, status, body)
+	return 0, false
 }
 
-// identify sets the request's caller from its token, within ctx's
-// deadline: a token check that would outlast it (a stalled fetch of
-// Google's public keys, which holds a lock every check needs) answers 503
-// instead, and leaves the check to finish on its own.
-func (e *Edge) identify(ctx context.Context, req *Request) error {
-	if !e.AuthRequired && req.HTTP.Header.Get("Authorization") == "" {
-		req.Admin = true // AUTH=off: anyone may do anything
-		return nil
+// audit logs a request that read Firestore before its caller's budget paid
+// for it: a bug, never expected (internal/ledger).
+func (e *Edge) audit(ctx context.Context, led *ledger.Ledger) {
+	if n := led.Unbudgeted(); n > 0 {
+		logging.FromContext(ctx).Error("reads without a budget spent", "reads", led.Reads(), "unbudgeted_reads", n)
 	}
-	var authenticate Authenticator
-	if e.Authenticate != nil {
-		a, err := e.Authenticate()
-		if err != nil {
-			return err
-		}
-		authenticate = a
-	}
-	if authenticate == nil {
-		return errs.New(errs.Unauthenticated, "this function checks no tokens (its authentication is not set up)")
-	}
-	type checked struct {
-		caller Caller
-		err    error
-	}
-	done := make(chan checked, 1)
-	go func() {
-		c, err := authenticate(ctx, req.HTTP)
-		done <- checked{c, err}
-	}()
-	var c checked
-	select {
-	case c = <-done:
-	case <-ctx.Done():
-		return errs.Retryable(ctx.Err(), time.Second, "cannot check ID tokens right now; retry shortly")
-	}
-	if c.err != nil {
-		return c.err
-	}
-	req.User, req.Anonymous, req.Admin = c.caller.UID, c.caller.Anonymous, c.caller.Admin || !e.AuthRequired
-	logging.Annotate(ctx, "user", c.caller.UID)
-	return nil
-}
-
-// clientAddr is the address budgets count a request under: the last
-// X-Forwarded-For hop when deployed (Cloud Run sets the header to the
-// connecting client's address; a proxy in front would append to it, so
-// the last hop is never one the client wrote), the peer otherwise.
-func clientAddr(r *http.Request, deployed bool) string {
-	if deployed {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			hops := strings.Split(xff[len(xff)-1], ",")
-			if last := strings.TrimSpace(hops[len(hops)-1]); last != "" {
-				return last
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // handle runs ep's handler. A panic, a bug, becomes an unclassified error:
@@ -324,56 +301,6 @@ func handle(ctx context.Context, ep Endpoint, req *Request) (status int, body an
 		err = fmt.Errorf("panic in %s: %v", ep.Name, p)
 	}()
 	return ep.Handle(ctx, req)
-}
-
-// readBody reads a POST body: a JSON object for a POST endpoint, or a
-// callable request ({"data": …}) for any public endpoint.
-func (e *Edge) readBody(w http.ResponseWriter, r *http.Request, ep Endpoint, req *Request) error {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		if ep.Method != http.MethodPost {
-			return errs.New(errs.MethodNotAllowed, "not a callable request")
-		}
-		return &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
-			Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return errs.New(errs.PayloadTooLarge, "request body must be at most %d bytes", ep.MaxBody)
-	}
-	if err != nil {
-		return errs.Wrap(errs.InvalidArgument, err, "request body could not be read")
-	}
-	if data, ok := callableData(body); ok && ep.Public {
-		req.Callable, req.input = true, unwrapIntegers(data)
-		return nil
-	}
-	if ep.Method != http.MethodPost {
-		return errs.New(errs.MethodNotAllowed, "not a callable request")
-	}
-	req.input = body
-	return nil
-}
-
-// callableData returns the data of a callable request, whose body is an
-// object with exactly one member, "data". Calling with no argument sends
-// null, which reads as {}.
-func callableData(body []byte) ([]byte, bool) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' || checkDepth(trimmed, MaxDepth+1) != nil {
-		return nil, false
-	}
-	var envelope map[string]jsontext.Value
-	if json.Unmarshal(trimmed, &envelope) != nil || len(envelope) != 1 {
-		return nil, false
-	}
-	data, ok := envelope["data"]
-	if !ok {
-		return nil, false
-	}
-	if data.Kind() == 'n' {
-		return []byte("{}"), true
-	}
-	return data, true
 }
 
 func (e *Edge) allowOrigin(origin string) string {

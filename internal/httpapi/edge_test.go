@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -62,7 +63,7 @@ func call(h http.HandlerFunc, method, target, contentType, b string, headers ...
 		Error struct{ Code, Status string }
 	}
 	json.Unmarshal(rec.Body.Bytes(), &e)
-	return result{rec.Code, e.Error.Code + e.Error.Status, rec.Body.String(), rec.Header()}
+	return result{rec.Code, cmp.Or(e.Error.Code, e.Error.Status), rec.Body.String(), rec.Header()}
 }
 
 const ctJSON = "application/json"
@@ -278,10 +279,10 @@ func TestClientAddr(t *testing.T) {
 	req := httptest.NewRequest("GET", "/", nil)
 	req.RemoteAddr = "10.0.0.7:5555"
 	req.Header.Add("X-Forwarded-For", "6.6.6.6, 1.2.3.4")
-	if got := clientAddr(req, false); got != "10.0.0.7" {
+	if got := (Proxies{}).ClientAddr(req, false); got != "10.0.0.7" {
 		t.Errorf("locally: %q, want the peer", got)
 	}
-	if got := clientAddr(req, true); got != "1.2.3.4" {
+	if got := (Proxies{}).ClientAddr(req, true); got != "1.2.3.4" {
 		t.Errorf("deployed: %q, want the last hop (the first one is the client's to write)", got)
 	}
 }

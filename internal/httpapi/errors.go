@@ -178,3 +178,31 @@ func clientError(err error) (*errs.Error, bool) {
 	}
 	return e, true
 }
+
+// writeEarlyError answers an error found before the body is parsed, when
+// the protocol is not known yet (401, 403, 429, 503: codes with the same
+// HTTP status in both, TestEarlyErrorsHaveOneStatus): the error object carries both shapes, the plain API's code and
+// the callable protocol's status and details, each ignoring the other's
+// members.
+func writeEarlyError(w http.ResponseWriter, err error) (int, error) {
+	setRetryAfter(w, err)
+	wi := wireFor(err)
+	d := ErrorDetailOf(err)
+	var body struct {
+		Error struct {
+			Code    errs.Code       `json:"code"`
+			Status  string          `json:"status"`
+			Message string          `json:"message"`
+			Details CallableDetails `json:"details"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Status, body.Error.Message = d.Code, wi.callableStatus, d.Message
+	body.Error.Details.Code = d.Code
+	if e, ok := clientError(err); ok {
+		body.Error.Details.Field = e.Field
+		body.Error.Details.RetryAfterSeconds = retryAfterSeconds(e.RetryAfter)
+	}
+	b, _ := encode(body)
+	writeBytes(w, wi.status, b)
+	return wi.status, err
+}

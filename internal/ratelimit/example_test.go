@@ -8,7 +8,7 @@ import (
 
 // RATE_LIMITS lists the budgets to change; the others keep their defaults.
 func ExampleParse() {
-	limits, _ := ratelimit.Parse("increment=50:100,reshard=0:1")
+	limits, _ := ratelimit.Parse("increment=50:100,reshard=0:1", ratelimit.UserDefaults)
 	fmt.Println(limits[ratelimit.Increment], limits[ratelimit.Reshard], limits[ratelimit.Query])
 	// Output:
 	// 50:100 0:1 10:30
@@ -16,12 +16,12 @@ func ExampleParse() {
 
 // Each user has a bucket per budget.
 func ExampleLimiter_Take() {
-	l := ratelimit.New(map[ratelimit.Budget]ratelimit.Limit{ratelimit.Increment: {Rate: 1, Burst: 2}})
+	l := ratelimit.New(ratelimit.Limits{ratelimit.Increment: {Rate: 1, Burst: 2}}, nil)
 	for i := range 3 {
-		ok, _ := l.Take(ratelimit.Increment, 1, "alice")
+		ok, _ := l.Take(ratelimit.Increment, 1, ratelimit.User("alice"))
 		fmt.Println("alice", i, ok)
 	}
-	ok, _ := l.Take(ratelimit.Increment, 1, "bob")
+	ok, _ := l.Take(ratelimit.Increment, 1, ratelimit.User("bob"))
 	fmt.Println("bob", ok)
 	// Output:
 	// alice 0 true

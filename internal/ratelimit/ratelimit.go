@@ -4,6 +4,12 @@
 // spends from several keys at once, all or nothing, so a fresh anonymous
 // uid from the same address brings no fresh budget.
 //
+// Users and addresses have limits of their own (RATE_LIMITS and
+// ADDRESS_RATE_LIMITS): many users may share an address (a NAT, a
+// campus), so an address gets more than a user. IPv6 addresses count by
+// their /64, the block one subscriber gets, so hopping within it brings no
+// fresh budget either.
+//
 // Buckets live in the memory of one function instance: with N instances a
 // user can get up to N times the rate. That bounds abuse at no cost per
 // request; a global limit would need a Firestore write per request.
@@ -11,6 +17,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,19 +27,21 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Budget names one kind of work a user is limited in.
+// Budget names one kind of work a caller is limited in.
 type Budget string
 
 const (
+	Call      Budget = "call"      // each call of a public function, before its body is read
 	Create    Budget = "create"    // createCounter
 	Increment Budget = "increment" // each increment, also each item of a batch
+	Read      Budget = "read"      // getCounter (the roll-up: a read or two)
 	Strong    Budget = "strong"    // getCounter?consistency=strong (a SUM over the shards)
 	Record    Budget = "record"    // each instrument written
 	Query     Budget = "query"     // queryInstruments
 	Reshard   Budget = "reshard"   // reshardCounter
 	Delete    Budget = "delete"    // deleteCounter
 	Reset     Budget = "reset"     // resetCounter
-	List      Budget = "list"      // listCounters
+	List      Budget = "list"      // listCounters, listMembers
 	History   Budget = "history"   // getCounter?history=… (a read per bucket that exists)
 	Top       Budget = "top"       // topCounters
 )
@@ -47,10 +56,18 @@ func (l Limit) String() string {
 	return strconv.FormatFloat(l.Rate, 'f', -1, 64) + ":" + strconv.Itoa(l.Burst)
 }
 
-// Defaults are the limits of each budget unless RATE_LIMITS overrides them.
-var Defaults = map[Budget]Limit{
+// Limits are the limits of each budget.
+type Limits map[Budget]Limit
+
+// Budgets lists the budgets in a stable order, for documentation.
+var Budgets = []Budget{Call, Create, Increment, Read, Strong, History, Top, List, Reshard, Delete, Reset, Record, Query}
+
+// UserDefaults are each user's limits unless RATE_LIMITS overrides them.
+var UserDefaults = Limits{
+	Call:      {Rate: 20, Burst: 40},
 	Create:    {Rate: 1, Burst: 10},
 	Increment: {Rate: 10, Burst: 20},
+	Read:      {Rate: 20, Burst: 50},
 	Strong:    {Rate: 5, Burst: 20},
 	Record:    {Rate: 100, Burst: 500},
 	Query:     {Rate: 10, Burst: 30},
@@ -62,14 +79,24 @@ var Defaults = map[Budget]Limit{
 	Top:       {Rate: 2, Burst: 10},
 }
 
-// Budgets lists the budgets in a stable order, for documentation.
-var Budgets = []Budget{Create, Increment, Strong, Record, Query, Reshard, Delete, Reset, List, History, Top}
+// AddressDefaults are each address's limits unless ADDRESS_RATE_LIMITS
+// overrides them: ten times a user's, room for about ten users at their
+// peak behind one NAT.
+var AddressDefaults = scaled(UserDefaults, 10)
 
-// Parse reads "budget=rate:burst,…" over the defaults, e.g.
+func scaled(l Limits, k float64) Limits {
+	out := Limits{}
+	for b, v := range l {
+		out[b] = Limit{Rate: v.Rate * k, Burst: int(float64(v.Burst) * k)}
+	}
+	return out
+}
+
+// Parse reads "budget=rate:burst,…" over defaults, e.g.
 // "increment=50:100,create=0:1" (rate 0: unlimited).
-func Parse(s string) (map[Budget]Limit, error) {
-	out := make(map[Budget]Limit, len(Defaults))
-	for b, l := range Defaults {
+func Parse(s string, defaults Limits) (Limits, error) {
+	out := make(Limits, len(defaults))
+	for b, l := range defaults {
 		out[b] = l
 	}
 	for item := range strings.SplitSeq(s, ",") {
@@ -77,7 +104,7 @@ func Parse(s string) (map[Budget]Limit, error) {
 			continue
 		}
 		name, spec, ok := strings.Cut(item, "=")
-		if _, known := Defaults[Budget(name)]; !ok || !known {
+		if _, known := defaults[Budget(name)]; !ok || !known {
 			return nil, fmt.Errorf("%q is not budget=rate:burst with a budget among %v", item, Budgets)
 		}
 		r, b, ok := strings.Cut(spec, ":")
@@ -91,39 +118,75 @@ func Parse(s string) (map[Budget]Limit, error) {
 	return out, nil
 }
 
-// DefaultsString renders Defaults in Parse's syntax.
-func DefaultsString() string {
+// String renders limits in Parse's syntax.
+func (l Limits) String() string {
 	var parts []string
 	for _, b := range Budgets {
-		parts = append(parts, string(b)+"="+Defaults[b].String())
+		parts = append(parts, string(b)+"="+l[b].String())
 	}
 	return strings.Join(parts, ",")
 }
 
-// MaxUsers bounds the users remembered per Limiter; the least recently seen
-// are forgotten first, which resets their buckets to full.
-const MaxUsers = 100_000
+// Scope says whose limits a key has.
+type Scope int
 
-// Limiter applies the budgets to users.
-type Limiter struct {
-	limits map[Budget]Limit
-	now    func() time.Time
+const (
+	PerUser Scope = iota
+	PerAddress
+)
 
-	mu    sync.Mutex // makes "get or add" of a user atomic
-	users *lru.Cache[string, map[Budget]*rate.Limiter]
+// Key is what a bucket belongs to: a user or a client address.
+type Key struct {
+	Scope Scope
+	ID    string
 }
 
-// New returns a limiter with the given budgets (Parse's result).
-func New(limits map[Budget]Limit) *Limiter {
-	users, _ := lru.New[string, map[Budget]*rate.Limiter](MaxUsers) // size > 0 never fails
-	return &Limiter{limits: limits, now: time.Now, users: users}
+// User is the key of a Firebase uid; "" (no caller) has no budget.
+func User(uid string) Key { return Key{PerUser, uid} }
+
+// Address is the key of a client address: an IPv6 address counts by its
+// /64, an IPv4 address (also one mapped into IPv6) by itself.
+func Address(addr string) Key {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return Key{PerAddress, addr}
+	}
+	if a = a.Unmap(); a.Is6() {
+		p, _ := a.Prefix(64) // 64 <= 128 never fails
+		return Key{PerAddress, p.String()}
+	}
+	return Key{PerAddress, a.String()}
+}
+
+func (k Key) String() string {
+	return [...]string{"user:", "addr:"}[k.Scope] + k.ID
+}
+
+// MaxKeys bounds the keys remembered per Limiter; the least recently seen
+// are forgotten first, which resets their buckets to full.
+const MaxKeys = 100_000
+
+// Limiter applies the budgets to keys.
+type Limiter struct {
+	limits [2]Limits // by Scope
+	now    func() time.Time
+
+	mu   sync.Mutex // makes "get or add" of a key atomic
+	keys *lru.Cache[string, map[Budget]*rate.Limiter]
+}
+
+// New returns a limiter with the given limits of users and of addresses
+// (Parse's results).
+func New(users, addresses Limits) *Limiter {
+	keys, _ := lru.New[string, map[Budget]*rate.Limiter](MaxKeys) // size > 0 never fails
+	return &Limiter{limits: [2]Limits{users, addresses}, now: time.Now, keys: keys}
 }
 
 // Take takes n tokens of budget b from the bucket of each key (a user's
 // and an address's, say), all or nothing. When they are not all there it
 // returns false and how long until they will be. A nil Limiter, an empty
 // key and an unlimited budget always allow.
-func (l *Limiter) Take(b Budget, n int, keys ...string) (bool, time.Duration) {
+func (l *Limiter) Take(b Budget, n int, keys ...Key) (bool, time.Duration) {
 	if l == nil {
 		return true, 0
 	}
@@ -158,7 +221,7 @@ func (l *Limiter) Take(b Budget, n int, keys ...string) (bool, time.Duration) {
 
 // Available returns how many tokens of budget b every key's bucket could
 // give now, up to max (max when unlimited).
-func (l *Limiter) Available(b Budget, max int, keys ...string) int {
+func (l *Limiter) Available(b Budget, max int, keys ...Key) int {
 	if l == nil {
 		return max
 	}
@@ -170,20 +233,20 @@ func (l *Limiter) Available(b Budget, max int, keys ...string) int {
 	return max
 }
 
-func (l *Limiter) bucket(user string, b Budget) *rate.Limiter {
-	if l == nil || user == "" {
+func (l *Limiter) bucket(key Key, b Budget) *rate.Limiter {
+	if l == nil || key.ID == "" {
 		return nil
 	}
-	limit := l.limits[b]
+	limit := l.limits[key.Scope][b]
 	if limit.Rate == 0 {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buckets, ok := l.users.Get(user)
+	buckets, ok := l.keys.Get(key.String())
 	if !ok {
 		buckets = map[Budget]*rate.Limiter{}
-		l.users.Add(user, buckets)
+		l.keys.Add(key.String(), buckets)
 	}
 	lim := buckets[b]
 	if lim == nil {

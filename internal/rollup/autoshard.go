@@ -21,6 +21,8 @@ type AutoSharding struct {
 	Target float64
 	// Interval is the least time between two growths of a counter.
 	Interval time.Duration
+	// UserMaxShards caps a counter an end user created (USER_MAX_SHARDS).
+	UserMaxShards int
 }
 
 // Contention: at least minSlow commits in a roll-up window, making up at
@@ -35,9 +37,9 @@ const (
 // decide returns the shard count c should have given its next roll-up, and
 // why it changes (empty when it does not).
 func (a AutoSharding) decide(c, next counter.Counter) (int, string) {
-	n := c.NumShards
+	n, most := c.NumShards, c.MaxShardsFor(a.UserMaxShards)
 	switch {
-	case !a.Enabled || n >= counter.MaxShards || c.Reshard.Merging():
+	case !a.Enabled || n >= most || c.Reshard.Merging():
 		return n, ""
 	case !c.Reshard.At.IsZero() && next.AsOf.Sub(c.Reshard.At) < a.Interval:
 		return n, ""
@@ -47,12 +49,12 @@ func (a AutoSharding) decide(c, next counter.Counter) (int, string) {
 	perShard := next.WriteRate / float64(n)
 	if perShard > a.Target {
 		want := int(math.Ceil(next.WriteRate / a.Target * rateHeadroom))
-		return min(counter.MaxShards, max(want, n+1)),
+		return min(most, max(want, n+1)),
 			fmt.Sprintf("auto: %.1f commits/s per shard over the target %.1f", perShard, a.Target)
 	}
 	slow, commits := next.Sums.Slow-c.Sums.Slow, next.Sums.Commits-c.Sums.Commits
 	if slow >= minSlow && slow*slowShareDiv >= commits {
-		return min(counter.MaxShards, n*contendedGrow),
+		return min(most, n*contendedGrow),
 			fmt.Sprintf("auto: %d of %d commits followed a slow or refused one", slow, commits)
 	}
 	return n, ""

@@ -42,3 +42,29 @@ func TestAutoShardingSwitchedOnLaterOnlyRecordsABaseline(t *testing.T) {
 		t.Fatalf("without automatic sharding: baseline %s, rate %.1f kept", plain.ActivityAsOf, plain.WriteRate)
 	}
 }
+
+// TestAutoShardingKeepsAnEndUsersCounterWithinUserMaxShards: the roll-up
+// grew any hot counter to 1,000 shards, an end user's too; USER_MAX_SHARDS
+// holds on every path that sets shards.
+func TestAutoShardingKeepsAnEndUsersCounterWithinUserMaxShards(t *testing.T) {
+	capped := auto
+	capped.UserMaxShards = 20
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		origin counter.Origin
+		owner  string
+		want   int
+	}{
+		{counter.ByUser, "mallory", 20},
+		{"", "mallory", 20}, // stored before origins were: an owner means an end user
+		{counter.ByAdmin, "", 150},
+		{counter.ByKind, "", 150},
+	} {
+		prev := counter.Counter{ID: "c", NumShards: 10, AsOf: t0, ActivityAsOf: t0, WriteRate: 100, Origin: tc.origin, Owner: tc.owner}
+		next := prev
+		next.WriteRate, next.AsOf = 100, t0.Add(time.Minute) // 10 per shard, ten times the target
+		if n, _ := capped.decide(prev, next); n != tc.want {
+			t.Errorf("origin %q: grown to %d shards, want %d", tc.origin, n, tc.want)
+		}
+	}
+}

@@ -91,6 +91,7 @@ var Catalog = []Spec{
 	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).reshardCounter},
 	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).resetCounter},
 	{Name: "deleteCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).deleteCounter},
+	{Name: "updateCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).updateCounter},
 	{Name: "listCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).listCounters},
 	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).topCounters},
 	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: firestoredb.ShardDocument, event: (*app).rollupCounter},

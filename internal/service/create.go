@@ -20,6 +20,9 @@ type CreateCounterRequest struct {
 	PostType       *string `json:"post_type"`
 	// Unique counters count distinct users (likes): see incrementCounter.
 	Unique *bool `json:"unique"`
+	// Ranked says whether topCounters shows it: an admin's choice (by
+	// default yes); an end user's counter is not ranked.
+	Ranked *bool `json:"ranked"`
 }
 
 // CreateCounterResponse is the answer of createCounter.
@@ -73,7 +76,7 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}
-	maxShards, err := a.mayCreate(req)
+	origin, maxShards, err := a.mayCreate(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -81,8 +84,16 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
+	c.Origin, c.Ranked = origin, origin == counter.ByAdmin
+	if body.Ranked != nil {
+		if origin != counter.ByAdmin && *body.Ranked {
+			return 0, nil, &errs.Error{Code: errs.PermissionDenied, Field: "ranked",
+				Message: "ranked: only an admin decides which counters rankings show"}
+		}
+		c.Ranked = *body.Ranked
+	}
 	logging.Annotate(ctx, "counter_id", c.ID)
-	if err := a.allow(req, ratelimit.Create, 1); err != nil {
+	if err := a.allow(ctx, req, ratelimit.Create, 1); err != nil {
 		return 0, nil, err
 	}
 	c.Owner = req.User

@@ -170,14 +170,14 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 		return 0, nil, err
 	}
 	logging.Annotate(ctx, "counter_id", id)
+	if err := a.allow(ctx, req, ratelimit.Increment, 1); err != nil {
+		return 0, nil, err
+	}
 	c, err := a.counters.Info(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
 	if err := a.authorize(req, c, &op); err != nil {
-		return 0, nil, err
-	}
-	if err := a.allow(req, ratelimit.Increment, 1); err != nil {
 		return 0, nil, err
 	}
 	results, err := a.increments.Do(ctx, id, []firestoredb.IncrementOp{op})
@@ -239,7 +239,11 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 	counters := map[string]counter.Counter{}
 	ops := make([]firestoredb.IncrementOp, len(body.Increments))
 	for i, item := range body.Increments {
+		// Each item spends its budget before anything is read for it.
 		id, op, err := item.validate(nil)
+		if err == nil {
+			err = a.allow(ctx, req, ratelimit.Increment, 1)
+		}
 		if err == nil {
 			c, ok := counters[id]
 			if !ok {
@@ -250,9 +254,6 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 			if err == nil {
 				err = a.authorize(req, c, &op)
 			}
-		}
-		if err == nil {
-			err = a.allow(req, ratelimit.Increment, 1)
 		}
 		if err != nil {
 			fail(i, errs.Under(fmt.Sprintf("increments[%d].", i), err))

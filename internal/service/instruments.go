@@ -44,7 +44,7 @@ func (a *app) recordInstruments(ctx context.Context, req *httpapi.Request) (int,
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := a.allow(req, ratelimit.Record, len(batch)); err != nil {
+	if err := a.allow(ctx, req, ratelimit.Record, len(batch)); err != nil {
 		return 0, nil, err
 	}
 	ids, err := a.instruments.Record(ctx, batch)
@@ -89,7 +89,7 @@ func (a *app) queryInstruments(ctx context.Context, req *httpapi.Request) (int, 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := a.allow(req, ratelimit.Query, 1); err != nil {
+	if err := a.allow(ctx, req, ratelimit.Query, 1); err != nil {
 		return 0, nil, err
 	}
 	page, next, err := a.instruments.Query(ctx, field, value, limit, token)

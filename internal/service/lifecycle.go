@@ -36,7 +36,7 @@ func (a *app) deleteCounter(ctx context.Context, req *httpapi.Request) (int, any
 	}
 	// A deleted counter's tombstone too: deleting again (a retry whose
 	// answer was lost) answers the same and purges on.
-	if err := a.manage(ctx, req, id, a.counters.Document, ratelimit.Delete); err != nil {
+	if _, err := a.manage(ctx, req, id, a.counters.Document, ratelimit.Delete); err != nil {
 		return 0, nil, err
 	}
 	tomb, err := a.counters.Delete(ctx, id, a.lateWrites())
@@ -77,7 +77,7 @@ func (a *app) resetCounter(ctx context.Context, req *httpapi.Request) (int, any,
 			return 0, nil, errs.Invalid("count", "must be between -%d and %d", int64(counter.MaxCount), int64(counter.MaxCount))
 		}
 	}
-	if err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reset); err != nil {
+	if _, err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reset); err != nil {
 		return 0, nil, err
 	}
 	at, err := a.counters.Reset(ctx, id, v)
@@ -151,7 +151,7 @@ func (a *app) listCounters(ctx context.Context, req *httpapi.Request) (int, any,
 	case req.User == "":
 		return 0, nil, errs.New(errs.Unauthenticated, "listCounters lists your own counters: sign in")
 	}
-	if err := a.allow(req, ratelimit.List, 1); err != nil {
+	if err := a.allow(ctx, req, ratelimit.List, 1); err != nil {
 		return 0, nil, err
 	}
 	cs, next, err := a.counters.List(ctx, owner, all, after, limit)

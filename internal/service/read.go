@@ -134,16 +134,23 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 		return 0, nil, err
 	}
 	logging.Annotate(ctx, "counter_id", id)
-	if consistency == "strong" {
-		if err := a.allow(req, ratelimit.Strong, 1); err != nil {
-			return 0, nil, err
-		}
+	if h != nil && a.cfg.Windows == nil {
+		return 0, nil, errs.New(errs.FailedPrecondition, "history: the roll-up keeps no windows (WINDOWS=off)")
+	}
+	// An eventual read spends read, a strong one strong, history history
+	// (its eventual read included).
+	var budgets []ratelimit.Budget
+	switch {
+	case consistency == "strong":
+		budgets = append(budgets, ratelimit.Strong)
+	case h == nil:
+		budgets = append(budgets, ratelimit.Read)
 	}
 	if h != nil {
-		if a.cfg.Windows == nil {
-			return 0, nil, errs.New(errs.FailedPrecondition, "history: the roll-up keeps no windows (WINDOWS=off)")
-		}
-		if err := a.allow(req, ratelimit.History, 1); err != nil {
+		budgets = append(budgets, ratelimit.History)
+	}
+	for _, b := range budgets {
+		if err := a.allow(ctx, req, b, 1); err != nil {
 			return 0, nil, err
 		}
 	}

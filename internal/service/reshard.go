@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -54,8 +55,13 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		return 0, nil, err
 	}
 	n := int(*body.NumShards)
-	if err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reshard); err != nil {
+	c, err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reshard)
+	if err != nil {
 		return 0, nil, err
+	}
+	if limit := c.MaxShardsFor(a.cfg.UserMaxShards); !req.Admin && n > limit {
+		return 0, nil, &errs.Error{Code: errs.PermissionDenied, Field: "num_shards",
+			Message: fmt.Sprintf("num_shards above %d needs an admin: counter %q was created by an end user (USER_MAX_SHARDS)", limit, id)}
 	}
 	before, after, err := a.counters.Reshard(ctx, id, n, a.lateWrites(), "request")
 	if err != nil {

@@ -7,8 +7,12 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/shardedts"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Who may do what (README "Who may do what"). With AUTH=required a caller
@@ -47,19 +51,19 @@ func roleOf(req *httpapi.Request, c counter.Counter) role {
 // read (the store's Read, or Document to see a deleted counter's tombstone
 // too) to check the role. The budget comes first so that refused attempts
 // cannot make reads beyond it.
-func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read func(context.Context, string) (counter.Counter, error), b ratelimit.Budget) error {
+func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read func(context.Context, string) (counter.Counter, error), b ratelimit.Budget) (counter.Counter, error) {
 	logging.Annotate(ctx, "counter_id", id)
-	if err := a.allow(req, b, 1); err != nil {
-		return err
+	if err := a.allow(ctx, req, b, 1); err != nil {
+		return counter.Counter{}, err
 	}
 	c, err := read(ctx, id)
 	if err != nil {
-		return err
+		return counter.Counter{}, err
 	}
 	if r := roleOf(req, c); r < ownerRole {
-		return errs.New(errs.PermissionDenied, "%s changes a counter's shards or value only for its owner or an admin; you are %s", req.Function, r)
+		return counter.Counter{}, errs.New(errs.PermissionDenied, "%s changes a counter's shards or value only for its owner or an admin; you are %s", req.Function, r)
 	}
-	return nil
+	return c, nil
 }
 
 // mayAdd lets end users change a plain counter by at most USER_MAX_DELTA,
@@ -72,32 +76,70 @@ func (a *app) mayAdd(req *httpapi.Request, c counter.Counter, delta int64) error
 	return nil
 }
 
-// mayCreate lets admins and signed-in users create counters, users of
-// anonymous sign-in only with ANONYMOUS_CREATE=on; it returns the most
-// shards the caller may give one.
-func (a *app) mayCreate(req *httpapi.Request) (int, error) {
+// mayCreate lets admins create counters, signed-in users with
+// USER_CREATE=on, users of anonymous sign-in with ANONYMOUS_CREATE=on
+// too; it returns the counter's origin and the most shards the caller may
+// give it.
+func (a *app) mayCreate(req *httpapi.Request) (counter.Origin, int, error) {
 	switch {
 	case req.Admin:
-		return counter.MaxShards, nil
+		return counter.ByAdmin, counter.MaxShards, nil
+	case !a.cfg.UserCreate:
+		return "", 0, errs.New(errs.PermissionDenied, "createCounter is for admins (an app's backend): end users count on counters of kinds, created by their first use (USER_CREATE is off)")
 	case req.Anonymous && !a.cfg.AnonymousCreate:
-		return 0, errs.New(errs.PermissionDenied, "createCounter is not open to users of anonymous sign-in (ANONYMOUS_CREATE): sign in with an account")
+		return "", 0, errs.New(errs.PermissionDenied, "createCounter is not open to users of anonymous sign-in (ANONYMOUS_CREATE): sign in with an account")
 	}
-	return a.cfg.UserMaxShards, nil
+	return counter.ByUser, a.cfg.UserMaxShards, nil
 }
 
 // allow takes n tokens of budget b from the caller's budgets: its user's
-// and its address's. Admins have none.
-func (a *app) allow(req *httpapi.Request, b ratelimit.Budget, n int) error {
+// and its address's, and books them on the request's ledger. Admins have
+// none. Every handler spends before it reads anything.
+func (a *app) allow(ctx context.Context, req *httpapi.Request, b ratelimit.Budget, n int) error {
 	if req.Admin {
 		return nil
 	}
-	keys := []string{"addr:" + req.ClientAddr}
-	if req.User != "" {
-		keys = append(keys, "user:"+req.User)
-	}
-	if ok, wait := a.limiter.Take(b, n, keys...); !ok {
+	if ok, wait := a.limiter.Take(b, n, ratelimit.User(req.User), ratelimit.Address(req.ClientAddr)); !ok {
 		return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: wait,
-			Message: fmt.Sprintf("too many requests from this user or address (budget %q, see RATE_LIMITS); retry after the time in Retry-After", b)}
+			Message: fmt.Sprintf("too many requests from this user or address (budget %q, see RATE_LIMITS and ADDRESS_RATE_LIMITS); retry after the time in Retry-After", b)}
 	}
+	ledger.Pay(ctx, n*readsPaid[b])
 	return nil
+}
+
+// readsPaid is how many Firestore documents (or aggregations) one token of
+// a budget pays for: the most its handler reads for it. A request that
+// reads more is logged as reading without a budget (internal/ledger).
+var readsPaid = map[ratelimit.Budget]int{
+	ratelimit.Call:      0,                      // it pays for checking and decoding a call
+	ratelimit.Increment: 1,                      // the counter's document, unless cached
+	ratelimit.Read:      2,                      // the counter's document, the caller's member document
+	ratelimit.Strong:    3,                      // the counter's document, a SUM of its shards, the member document
+	ratelimit.History:   windows.MaxBuckets + 2, // a bucket each, and what read pays for
+	ratelimit.Top:       topReads,
+	ratelimit.List:      maxListLimit,
+	// Owners' actions and creations read what they change: a reshard
+	// merges up to every shard, a deletion (or a creation over a deleted
+	// id) purges the old counter's documents, a chunk at a time while the
+	// request lasts.
+	ratelimit.Create:  purgeReads,
+	ratelimit.Reshard: purgeReads,
+	ratelimit.Reset:   3,
+	ratelimit.Delete:  purgeReads,
+	ratelimit.Record:  0,
+	ratelimit.Query:   queryReads,
+}
+
+// queryReads bounds what one queryInstruments reads: a page (and one
+// more) from each chunk of at most shardedts.MaxIn shard values.
+const queryReads = (counter.MaxShards + shardedts.MaxIn - 1) / shardedts.MaxIn * (instruments.MaxLimit + 1)
+
+// purgeReads bounds the documents one owner's action lists and deletes
+// within a request's deadline.
+const purgeReads = 100_000
+
+// admit spends an end user's budget for a call, before its body is read
+// (httpapi.Endpoint.Admit).
+func (a *app) admit(ctx context.Context, req *httpapi.Request) error {
+	return a.allow(ctx, req, ratelimit.Call, 1)
 }

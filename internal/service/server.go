@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/groupcommit"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/rollup"
@@ -58,6 +60,9 @@ type app struct {
 	increments   *groupcommit.Batcher[firestoredb.IncrementOp, firestoredb.IncrementResult]
 	authenticate httpapi.Authenticator // checks tokens; with AUTH=off only those sent
 
+	appsMu sync.Mutex
+	apps   *auth.Apps // App Check, built on first use
+
 	rollupEvents atomic.Int64 // rollupCounter invocations
 }
 
@@ -79,12 +84,25 @@ func (s *Server) setup() {
 		if err := s.needsPageTokenKey(); err != nil {
 			s.cfgErr = errors.Join(s.cfgErr, err)
 		}
+		consume, err := consumedBy(s.cfg.AppCheckConsume)
+		if err != nil {
+			s.cfgErr = errors.Join(s.cfgErr, err)
+		}
 		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
 		}
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
-			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed}
+			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies}
+		if s.cfg.AppCheck != httpapi.AppCheckOff {
+			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Verifier: func() (httpapi.AppVerifier, error) {
+				a, err := s.get()
+				if err != nil {
+					return nil, err
+				}
+				return a.appVerifier()
+			}}
+		}
 		s.edge.Authenticate = func() (httpapi.Authenticator, error) {
 			a, err := s.get()
 			if err != nil {
@@ -112,6 +130,18 @@ func (s *Server) needsPageTokenKey() error {
 		}
 	}
 	return nil
+}
+
+// consumedBy checks APP_CHECK_CONSUME: public functions of the catalog.
+func consumedBy(names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, n := range names {
+		if !slices.ContainsFunc(Catalog, func(s Spec) bool { return s.Name == n && s.Access == Public }) {
+			return nil, fmt.Errorf("APP_CHECK_CONSUME: %q is not a public function", n)
+		}
+		out[n] = true
+	}
+	return out, nil
 }
 
 // StartupError returns the settings a deployed function refuses, already
@@ -157,6 +187,15 @@ func (s *Server) handler(spec Spec) http.HandlerFunc {
 			}
 			return spec.http(a, ctx, req)
 		}}
+	if ep.Public {
+		ep.Admit = func(ctx context.Context, req *httpapi.Request) error {
+			a, err := s.get()
+			if err != nil {
+				return err
+			}
+			return a.admit(ctx, req)
+		}
+	}
 	if spec.LongRunning {
 		ep.Deadline = s.cfg.ReconcileWork()
 	}
@@ -196,10 +235,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		db:  db,
 		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache,
 			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows}),
-		limiter: ratelimit.New(cfg.Limits),
+		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
 	}
 	a.roller = rollup.New(a.counters, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
-		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval}})
+		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})
 	secret := cfg.PageTokenSecret
 	if secret == "" {
 		secret = localPageTokenKey // config refuses an empty key when deployed
@@ -227,6 +266,25 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 	return a, nil
 }
 
+// appVerifier returns the App Check verifier, building it on first use:
+// it fetches App Check's public keys, within FIRESTORE_DEADLINE; a
+// failure answers 503 and the next request tries again.
+func (a *app) appVerifier() (httpapi.AppVerifier, error) {
+	a.appsMu.Lock()
+	defer a.appsMu.Unlock()
+	if a.apps != nil {
+		return a.apps, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FirestoreDeadline)
+	defer cancel()
+	apps, err := auth.NewApps(ctx, a.db.ProjectID(), auth.AppsOptions{JWKSURL: a.cfg.AppCheckJWKS, APIURL: a.cfg.AppCheckAPI})
+	if err != nil {
+		return nil, err
+	}
+	a.apps = apps
+	return apps, nil
+}
+
 // localPageTokenKey signs page tokens on the emulators only.
 const localPageTokenKey = "shardcount local development page-token key"
 
@@ -238,11 +296,19 @@ type Stats struct {
 	RollupEvents int64                           `json:"rollup_events"`
 	// RSSBytes is the process's resident memory (Linux), for soak tests.
 	RSSBytes int64 `json:"rss_bytes"`
+	// UnbudgetedReads are reads no caller's budget paid for: always 0
+	// (internal/ledger).
+	UnbudgetedReads int64 `json:"unbudgeted_reads"`
+	// AppCheck counts the outcomes of App Check checks.
+	AppCheck map[string]int64 `json:"app_check,omitempty"`
 }
 
 // Stats returns the counts so far (zero before the first request).
 func (s *Server) Stats() Stats {
-	st := Stats{RSSBytes: rss()}
+	st := Stats{RSSBytes: rss(), UnbudgetedReads: ledger.Unbudgeted()}
+	if s.edge != nil && s.edge.AppCheck != nil {
+		st.AppCheck = s.edge.AppCheck.Outcomes()
+	}
 	s.mu.Lock()
 	a := s.app
 	s.mu.Unlock()

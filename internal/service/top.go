@@ -12,6 +12,9 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
+// topReads bounds what one topCounters reads: a page of a ranking.
+const topReads = maxListLimit
+
 // TopCountersRequest is the input of topCounters.
 type TopCountersRequest struct {
 	// Window is minute, hour, day (the current bucket, or the last
@@ -66,7 +69,7 @@ func (a *app) topCounters(ctx context.Context, req *httpapi.Request) (int, any, 
 		start = windows.Window(g, time.Now(), body.Previous != nil && *body.Previous)
 		resp.Start = start.Format(time.RFC3339)
 	}
-	if err := a.allow(req, ratelimit.Top, 1); err != nil {
+	if err := a.allow(ctx, req, ratelimit.Top, 1); err != nil {
 		return 0, nil, err
 	}
 	ranked, err := a.counters.Top(ctx, g, start, limit)

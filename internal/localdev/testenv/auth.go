@@ -40,6 +40,12 @@ func CreateUser(tb testing.TB, project, uid string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	CreateUserAt(tb, host, project, uid)
+}
+
+// CreateUserAt adds a user to project in the Auth emulator at host.
+func CreateUserAt(tb testing.TB, host, project, uid string) {
+	tb.Helper()
 	body, _ := json.Marshal(map[string]string{"localId": uid})
 	req, _ := http.NewRequest("POST", "http://"+host+"/identitytoolkit.googleapis.com/v1/projects/"+project+"/accounts", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer owner")
@@ -68,13 +74,20 @@ func AnonymousIDToken(project, uid string) string {
 	return token(project, uid, "anonymous", now.Add(-time.Minute), now.Add(time.Hour))
 }
 
-func token(project, uid, provider string, issued, expires time.Time) string {
+// AdminIDToken mints a token of uid with the custom claim admin: true (an
+// app's backend identity), valid for the next hour.
+func AdminIDToken(project, uid string) string {
+	now := time.Now()
+	return token(project, uid, "custom", now.Add(-time.Minute), now.Add(time.Hour), "admin", true)
+}
+
+func token(project, uid, provider string, issued, expires time.Time, extra ...any) string {
 	enc := func(v any) string {
 		b, _ := json.Marshal(v)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	header := enc(map[string]string{"alg": "none", "typ": "JWT"})
-	claims := enc(map[string]any{
+	claims := map[string]any{
 		"iss":       "https://securetoken.google.com/" + project,
 		"aud":       project,
 		"sub":       uid,
@@ -83,8 +96,12 @@ func token(project, uid, provider string, issued, expires time.Time) string {
 		"iat":       issued.Unix(),
 		"exp":       expires.Unix(),
 		"firebase":  map[string]any{"sign_in_provider": provider, "identities": map[string]any{}},
-	})
-	return header + "." + claims + "."
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		claims[extra[i].(string)] = extra[i+1]
+	}
+	body := enc(claims)
+	return header + "." + body + "."
 }
 
 // ValidIDToken mints a token of uid valid for the next hour.

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// fakeApps stands in for Google's App Check service, which cannot run
+// here: "good-app" and "once-*" tokens are valid, and a "once-*" token
+// can be consumed once.
+type fakeApps struct{ used *sync.Map }
+
+func (fakeApps) Verify(_ context.Context, token string) (string, error) {
+	switch {
+	case token == "down":
+		return "", errs.Retryable(nil, time.Second, "App Check keys unavailable")
+	case token == "good-app" || len(token) > 5 && token[:5] == "once-":
+		return "1:123:web:abc", nil
+	}
+	return "", errs.New(errs.Unauthenticated, "not a valid App Check token")
+}
+
+func (f fakeApps) Consume(_ context.Context, token string) (bool, error) {
+	_, used := f.used.LoadOrStore(token, true)
+	return used, nil
+}
+
+func TestAppCheck(t *testing.T) {
+	users := func() (Authenticator, error) {
+		return func(_ context.Context, r *http.Request) (Caller, error) {
+			return Caller{UID: "u1", Admin: r.Header.Get("Authorization") == "Bearer admin"}, nil
+		}, nil
+	}
+	var gotApp string
+	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
+		apps := fakeApps{&sync.Map{}}
+		ac := &AppCheck{Mode: mode, Verifier: func() (AppVerifier, error) { return apps, nil },
+			Consume: map[string]bool{"like": true}}
+		e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: ac}
+		endpoint := func(name string) http.HandlerFunc {
+			return e.Handler(Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024, Handle: func(_ context.Context, r *Request) (int, any, error) {
+				gotApp = r.AppID
+				return 200, map[string]any{}, nil
+			}})
+		}
+		plain, like := endpoint("plain"), endpoint("like")
+		enforced := mode == AppCheckEnforce
+		for _, tc := range []struct {
+			name    string
+			h       http.HandlerFunc
+			headers []string
+			refused bool
+			status  int
+		}{
+			{"no token", plain, []string{"Authorization", "Bearer u"}, true, 401},
+			{"a bad token", plain, []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "forged"}, true, 401},
+			{"a good token", plain, []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "good-app"}, false, 200},
+			{"admins are exempt", plain, []string{"Authorization", "Bearer admin"}, false, 200},
+			{"a limited-use token, first use", like, []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "once-1"}, false, 200},
+			{"the same token again", like, []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "once-1"}, true, 401},
+			{"the service is down", plain, []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "down"}, true, 503},
+		} {
+			gotApp = ""
+			r := call(tc.h, "POST", "/x", ctJSON, `{"data":{}}`, tc.headers...)
+			want := 200
+			if tc.refused && enforced {
+				want = tc.status
+			}
+			if r.status != want {
+				t.Errorf("%s, %s: %d %s, want %d", mode, tc.name, r.status, r.body, want)
+			}
+			if r.status == 200 && !tc.refused && tc.headers[1] != "Bearer admin" && gotApp != "1:123:web:abc" {
+				t.Errorf("%s, %s: the handler saw app %q", mode, tc.name, gotApp)
+			}
+		}
+		got := ac.Outcomes()
+		want := map[string]int64{AppCheckMissing: 1, AppCheckInvalid: 1, AppCheckValid: 2, AppCheckReplayed: 1, AppCheckUnverified: 1}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: outcomes %v, want %v", mode, got, want)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
+
+// orderedEdge is an edge whose every step can refuse: the token ("Bearer
+// good"), App Check ("good-app"), the budget (admit) and the body; it
+// counts the handler's calls.
+func orderedEdge(admit *atomic.Bool, handled *atomic.Int64) http.HandlerFunc {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true,
+		Authenticate: func() (Authenticator, error) {
+			return func(_ context.Context, r *http.Request) (Caller, error) {
+				if r.Header.Get("Authorization") != "Bearer good" {
+					return Caller{}, errs.New(errs.Unauthenticated, "bad token")
+				}
+				return Caller{UID: "u1"}, nil
+			}, nil
+		},
+		AppCheck: &AppCheck{Mode: AppCheckEnforce, Verifier: func() (AppVerifier, error) { return fakeApps{}, nil }},
+	}
+	return e.Handler(Endpoint{Name: "x", Method: http.MethodPost, Public: true, MaxBody: 1 << 20,
+		Admit: func(context.Context, *Request) error {
+			if !admit.Load() {
+				return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: time.Second, Message: "over budget"}
+			}
+			return nil
+		},
+		Handle: func(ctx context.Context, req *Request) (int, any, error) {
+			handled.Add(1)
+			return echo(ctx, req)
+		}})
+}
+
+// TestCheapRejectionFirst: each step of the edge refuses before the next
+// one costs anything: method, content type, size, token, App Check,
+// budget, then the JSON. Each case would fail a later step too; the
+// answer must be the earliest.
+func TestCheapRejectionFirst(t *testing.T) {
+	var admit atomic.Bool
+	var handled atomic.Int64
+	h := orderedEdge(&admit, &handled)
+	hostile := `{"data":{"count":[` + strings.TrimSuffix(strings.Repeat("1e999999,", 7000), ",") + `]}}`
+	auth := []string{"Authorization", "Bearer good", "X-Firebase-AppCheck", "good-app"}
+	for _, tc := range []struct {
+		name, method, contentType, body string
+		headers                         []string
+		admit                           bool
+		status                          int
+		code                            string
+	}{
+		{"method before all", "PUT", "text/plain", strings.Repeat("x", 2<<20), nil, false, 405, "METHOD_NOT_ALLOWED"},
+		{"content type before size", "POST", "text/plain", strings.Repeat("x", 2<<20), nil, false, 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"size before the token", "POST", ctJSON, strings.Repeat("x", 2<<20), nil, false, 413, "PAYLOAD_TOO_LARGE"},
+		{"the token before App Check", "POST", ctJSON, hostile, nil, false, 401, "UNAUTHENTICATED"},
+		{"App Check before the budget", "POST", ctJSON, hostile, auth[:2], false, 401, "UNAUTHENTICATED"},
+		{"the budget before the JSON", "POST", ctJSON, `{"data":{`, auth, false, 429, "RESOURCE_EXHAUSTED"},
+		{"the JSON last", "POST", ctJSON, `{"data":{`, auth, true, 400, "INVALID_ARGUMENT"},
+		{"hostile numbers, decoded last and cheaply", "POST", ctJSON, hostile, auth, true, 400, "INVALID_ARGUMENT"},
+		{"all good", "POST", ctJSON, `{"data":{"count":3e0}}`, auth, true, 200, ""},
+	} {
+		admit.Store(tc.admit)
+		handled.Store(0)
+		start := time.Now()
+		r := call(h, tc.method, "/x", tc.contentType, tc.body, tc.headers...)
+		if r.status != tc.status || r.code != tc.code {
+			t.Errorf("%s: %d %.200s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: took %s", tc.name, took)
+		}
+		if want := int64(0); tc.status < 400 || tc.code == "INVALID_ARGUMENT" {
+			want = 1
+			if handled.Load() != want {
+				t.Errorf("%s: the handler ran %d times, want %d", tc.name, handled.Load(), want)
+			}
+		} else if handled.Load() != want {
+			t.Errorf("%s: the handler ran although the edge refused", tc.name)
+		}
+	}
+}
+
+// TestEarlyErrorsHaveOneStatus: the errors the edge finds before it knows
+// the protocol have the same HTTP status in both, and their body serves
+// both: the plain API's code and the callable protocol's status.
+func TestEarlyErrorsHaveOneStatus(t *testing.T) {
+	for _, code := range []errs.Code{errs.Unauthenticated, errs.PermissionDenied, errs.ResourceExhausted, errs.Unavailable} {
+		if w := wireOf[code]; w.status != w.callableHTTP {
+			t.Errorf("%s: %d plain, %d callable", code, w.status, w.callableHTTP)
+		}
+	}
+	var admit atomic.Bool
+	var handled atomic.Int64
+	r := call(orderedEdge(&admit, &handled), "POST", "/x", ctJSON, `{"data":{}}`, "Authorization", "Bearer good", "X-Firebase-AppCheck", "good-app")
+	for _, want := range []string{`"code":"RESOURCE_EXHAUSTED"`, `"status":"RESOURCE_EXHAUSTED"`, `"retry_after_seconds":1`} {
+		if !strings.Contains(r.body, want) || r.header.Get("Retry-After") != "1" {
+			t.Errorf("an early 429 lacks %s: %s %v", want, r.body, r.header)
+		}
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	cidrs, err := ParseProxies("35.191.0.0/16, 130.211.0.0/22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _ := ParseProxies("2")
+	for _, tc := range []struct {
+		name     string
+		proxies  Proxies
+		deployed bool
+		xff      string
+		want     string
+	}{
+		{"locally, the peer", Proxies{}, false, "6.6.6.6", "10.0.0.7"},
+		{"deployed, the hop the platform wrote", Proxies{}, true, "6.6.6.6, 1.2.3.4", "1.2.3.4"},
+		{"deployed without the header, the peer", Proxies{}, true, "", "10.0.0.7"},
+		{"a load balancer in front: one hop more", Proxies{Hops: 1}, true, "6.6.6.6, 1.2.3.4, 35.191.3.4", "1.2.3.4"},
+		{"two hops", two, true, "6.6.6.6, 1.2.3.4, 35.191.3.4, 35.191.9.9", "1.2.3.4"},
+		{"fewer hops than proxies: the platform's", two, true, "1.2.3.4", "1.2.3.4"},
+		{"by address: proxies skipped", cidrs, true, "6.6.6.6, 1.2.3.4, 130.211.1.1, 35.191.3.4", "1.2.3.4"},
+		{"by address: a bypass cannot pick its address", cidrs, true, "6.6.6.6, 1.2.3.4", "1.2.3.4"},
+		{"locally with a proxy: the peer appended", Proxies{Hops: 1}, false, "1.2.3.4", "1.2.3.4"},
+		{"IPv6 and IPv4-mapped", Proxies{}, true, "::ffff:1.2.3.4", "1.2.3.4"},
+		{"a hop that is no address: the platform's", Proxies{Hops: 1}, true, "junk, 1.2.3.4", "1.2.3.4"},
+	} {
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "10.0.0.7:5555"
+		if tc.xff != "" {
+			req.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		if got := tc.proxies.ClientAddr(req, tc.deployed); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "11", "10.0.0.0/33", "proxy"} {
+		if _, err := ParseProxies(bad); err == nil {
+			t.Errorf("ParseProxies(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package ledger keeps the accounts of one request: the reads its
+// caller's budget paid for, and the Firestore documents (and
+// aggregations) it read. The rule it checks is that nothing a caller sends
+// makes the functions read Firestore beyond what the caller's budget paid
+// for, first: a read past what was paid is unbudgeted, and the edge logs
+// it as an error (an alarm, never expected) and counts it in Unbudgeted.
+//
+// A request without a ledger (the roll-up, reconcile, tests) and one whose
+// caller has no budget (admins) are not checked.
+package ledger
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Ledger is one request's accounts; safe for concurrent use.
+type Ledger struct {
+	exempt     bool
+	paid       atomic.Int64
+	reads      atomic.Int64
+	unbudgeted atomic.Int64
+}
+
+type key struct{}
+
+// New returns ctx with a fresh ledger; exempt callers (admins) have no
+// budget, so their reads are never unbudgeted.
+func New(ctx context.Context, exempt bool) (context.Context, *Ledger) {
+	l := &Ledger{exempt: exempt}
+	return context.WithValue(ctx, key{}, l), l
+}
+
+// From returns ctx's ledger, or nil.
+func From(ctx context.Context) *Ledger {
+	l, _ := ctx.Value(key{}).(*Ledger)
+	return l
+}
+
+// Pay books reads paid for by budget the caller spent.
+func Pay(ctx context.Context, reads int) {
+	if l := From(ctx); l != nil {
+		l.paid.Add(int64(reads))
+	}
+}
+
+// Read books n documents read (or aggregations) for the request.
+func Read(ctx context.Context, n int) {
+	l := From(ctx)
+	if l == nil {
+		return
+	}
+	over := l.reads.Add(int64(n)) - l.paid.Load()
+	if l.exempt || over <= 0 {
+		return
+	}
+	over = min(over, int64(n))
+	l.unbudgeted.Add(over)
+	unbudgetedTotal.Add(over)
+}
+
+// Paid, Reads and Unbudgeted report the request's accounts.
+func (l *Ledger) Paid() int64       { return l.paid.Load() }
+func (l *Ledger) Reads() int64      { return l.reads.Load() }
+func (l *Ledger) Unbudgeted() int64 { return l.unbudgeted.Load() }
+
+var unbudgetedTotal atomic.Int64
+
+// Unbudgeted returns the unbudgeted reads of every request of the process
+// so far: 0, or a bug that lets callers make reads for free.
+func Unbudgeted() int64 { return unbudgetedTotal.Load() }
