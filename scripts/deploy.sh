@@ -10,7 +10,8 @@
 #       [--dry-run] [--force] [--insecure-open]
 #
 # --only takes groups (counters, instruments) or function names, comma-
-# separated. --firestore-from deploys an app's rules and indexes after
+# separated. --firestore-from deploys an app's rules and indexes (the files
+# its firebase.json names; a path relative to where you run this) after
 # scripts/firebase-merge.sh merged shardcount's into them (refused
 # otherwise); --replace-rules deploys this repository's own, replacing the
 # project's rules. Project and region also come from PROJECT_ID (or
@@ -19,13 +20,13 @@
 # docs/reference/settings.md that are set in this environment, validated
 # before anything is deployed; PAGE_TOKEN_SECRET names a Secret Manager
 # secret and is needed only with queryInstruments. AUTH=off needs
-# --insecure-open. --dry-run prints every command instead of running it.
-# The plan itself is generated from the function catalog by cmd/deployplan.
+# --insecure-open. --dry-run prints every command a real run executes, the
+# same plan on every machine (gcloud and the Firebase Rules API only). The
+# plan itself is generated from the function catalog by cmd/deployplan.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 die() { echo "deploy: $*" >&2; exit 1; }
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 project=${PROJECT_ID:-${GOOGLE_CLOUD_PROJECT:-}}
 region=${REGION:-us-central1}
@@ -52,6 +53,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$project" ] || die "no project: pass --project or set PROJECT_ID"
+# Paths mean what they meant where the script was run.
+if [ -n "$firestore_from" ]; then
+  firestore_from=$(cd "$firestore_from" 2>/dev/null && pwd) || die "--firestore-from: $firestore_from is not a directory"
+fi
+cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || die "Go is needed to generate the deploy plan (https://go.dev/dl/)"
 
 if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
@@ -62,16 +68,8 @@ if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
   fi
 fi
 
-# Rules and indexes go through the Firebase CLI when there is one.
-firebase=${FIREBASE_CLI-}
-if [ -z "${FIREBASE_CLI+set}" ]; then
-  if [ -x node_modules/.bin/firebase ]; then firebase=node_modules/.bin/firebase
-  elif command -v firebase >/dev/null 2>&1; then firebase=firebase
-  fi
-fi
-
 plan=$(go run ./cmd/deployplan -project "$project" -region "$region" -only "$only" \
-  -trigger-location "$trigger_location" -firebase "$firebase" -firestore-from "$firestore_from" \
+  -trigger-location "$trigger_location" -firestore-from "$firestore_from" -database "${FIRESTORE_DATABASE:-(default)}" \
   ${replace_rules:+-replace-rules} ${insecure_open:+-insecure-open})
 
 if [ -n "$dry_run" ]; then

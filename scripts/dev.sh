@@ -15,11 +15,38 @@
 #   APP_CHECK       off | monitor | enforce (default off); on, a local stand-in for Google's App Check
 #                                            mints and checks the tokens (the web app uses it)
 #   RECONCILE_EVERY how often reconcileCounters runs, as Cloud Scheduler does deployed (default 1m)
+#   RULES           the Firestore rules the emulator enforces (default firestore.rules); with
+#                   --firestore-from PATH_TO_APP, the rules file the app's firebase.json names, so
+#                   your app's rules are tested together with shardcount's (merged into them by
+#                   scripts/firebase-merge.sh). Paths are relative to where you run dev.sh.
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
+app= rules=${RULES:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --firestore-from) app=${2:?--firestore-from needs the app directory}; shift 2 ;;
+    --firestore-from=*) app=${1#*=}; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "dev.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+# Paths mean what they meant where the script was run.
+if [ -n "$rules" ]; then
+  rules=$(cd "$(dirname "$rules")" 2>/dev/null && echo "$(pwd)/$(basename "$rules")") || { echo "dev.sh: RULES=$RULES: no such directory" >&2; exit 2; }
+fi
+if [ -n "$app" ]; then
+  app=$(cd "$app" 2>/dev/null && pwd) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
+fi
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+if [ -n "$app" ]; then
+  rules=$(go run ./cmd/firebasemerge -where -database "${FIRESTORE_DATABASE:-(default)}" "$app" | cut -f1)
+  go run ./cmd/firebasemerge -check "$app" >/dev/null ||
+    echo "warning: $rules lacks shardcount's current rules: run scripts/firebase-merge.sh $app" >&2
+fi
+rules=${rules:-firestore.rules}
+[ -f "$rules" ] || sc_die "no rules file $rules"
 
 PROJECT_ID=${PROJECT_ID:-demo-shardcount}
 FIRESTORE_PORT=${FIRESTORE_PORT:-8080}
@@ -53,7 +80,7 @@ sc_npm_ci
 
 echo "starting the Firestore emulator on 127.0.0.1:$FIRESTORE_PORT…"
 sc_start_firestore "$FIRESTORE_PORT" "$tmp/firestore.log" \
-  --project_id="$PROJECT_ID" --rules=firestore.rules --functions_emulator="127.0.0.1:$TRIGGER_PORT"
+  --project_id="$PROJECT_ID" --rules="$rules" --functions_emulator="127.0.0.1:$TRIGGER_PORT"
 
 echo "starting the Auth emulator on 127.0.0.1:$AUTH_PORT (and $((AUTH_PORT + 1)), $((AUTH_PORT + 2)))…"
 mkdir -p "$tmp/auth"
@@ -76,7 +103,7 @@ web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTI
 case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=local" ;; esac
 cat <<MSG
 
-Ready. Project $PROJECT_ID, AUTH=$AUTH.
+Ready. Project $PROJECT_ID, AUTH=$AUTH, the emulator enforcing $rules.
   Web app             $web
   Functions           $base/<name>   createCounter incrementCounter getCounter topCounters listCounters
                       reshardCounter resetCounter deleteCounter reconcileCounters

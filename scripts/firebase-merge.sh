@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
 # Merges shardcount's Firestore rules and indexes into an existing Firebase
-# app's files, in place, keeping the app's own:
+# app's files, in place, keeping the app's own: the files the app's
+# firebase.json names (or firestore.rules and firestore.indexes.json in its
+# directory).
 #
-#   scripts/firebase-merge.sh PATH_TO_APP          # writes PATH_TO_APP/firestore.rules and firestore.indexes.json
-#   scripts/firebase-merge.sh --check PATH_TO_APP  # writes nothing; fails if they are not up to date
+#   scripts/firebase-merge.sh [--only GROUPS] PATH_TO_APP          # writes the app's files
+#   scripts/firebase-merge.sh --check [--only GROUPS] PATH_TO_APP  # writes nothing; fails if they lack ours
 #
-# The rules are a marked block spliced into the app's documents scope (a
-# second run refreshes it and keeps its switch); the indexes and field
-# overrides are added unless there. Running it twice changes nothing.
+# PATH_TO_APP is relative to where you run it. --only takes the groups your
+# app deploys (counters, instruments), comma-separated; without it, all.
+# FIRESTORE_DATABASE picks the database's entry of firebase.json. The rules
+# are a marked block spliced into the app's documents scope (a second run
+# refreshes it and keeps its switch); the indexes and field overrides are
+# added unless there. Running it twice changes nothing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-check=
-case "${1:-}" in
-  --check) check=-check; shift ;;
-  -h|--help|"") sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-esac
-[ $# -eq 1 ] || { echo "usage: scripts/firebase-merge.sh [--check] PATH_TO_APP" >&2; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+check= only=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --check) check=-check; shift ;;
+    --only) only=${2:?--only needs groups}; shift 2 ;;
+    --only=*) only=${1#*=}; shift ;;
+    -h|--help) usage ;;
+    -*) echo "firebase-merge: unknown option $1" >&2; usage 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || { echo "usage: scripts/firebase-merge.sh [--check] [--only GROUPS] PATH_TO_APP" >&2; exit 2; }
+# The app's path means what it meant where the script was run.
 app=$(cd "$1" 2>/dev/null && pwd) || { echo "firebase-merge: $1 is not a directory" >&2; exit 2; }
-exec go run ./cmd/firebasemerge $check "$app"
+cd "$(dirname "$0")/.."
+exec go run ./cmd/firebasemerge $check -only "$only" -database "${FIRESTORE_DATABASE:-(default)}" "$app"

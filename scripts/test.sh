@@ -10,10 +10,24 @@
 # for the browser test (when running as root with apt-get; otherwise that
 # test skips and says why).
 #
-# Extra arguments go to `go test` (default ./...).
+# Extra arguments go to `go test` (default ./...); a package path is
+# relative to where you run the script.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
+repo=$PWD
 . scripts/lib.sh
+args=()
+for a in "$@"; do
+  case "$a" in
+    ./*|../*|/*) # a path from the caller's directory, as go test takes it from the repository's
+      dots=${a#"${a%%/...}"} # a trailing /... stays
+      p=$(cd "$caller" && realpath -m "${a%/...}")
+      case "$p" in "$repo") a=.$dots ;; "$repo"/*) a=./${p#"$repo"/}$dots ;; esac ;;
+  esac
+  args+=("$a")
+done
+set -- ${args[@]+"${args[@]}"}
 
 sc_workdir
 started=$SECONDS
@@ -22,6 +36,19 @@ step() { echo "== $* ($((SECONDS - started)) s)"; }
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 [ -z "$unformatted" ] || { echo "gofmt would change:"; echo "$unformatted"; exit 1; }
+
+step "no build outputs tracked"
+# An executable binary, or any file over 1 MB (images under docs/ aside),
+# is a build output or data that does not belong in the repository.
+bad=$(git ls-files -z | while IFS= read -r -d '' f; do
+  [ -f "$f" ] || continue
+  case "$f" in docs/*.png|docs/*.svg) continue ;; esac
+  case "$(head -c 4 "$f" | od -An -tx1 | tr -d ' \n')" in
+    7f454c46|cffaedfe|cefaedfe|feedface|feedfacf|4d5a*) echo "$f"; continue ;; # ELF, Mach-O, PE
+  esac
+  [ "$(wc -c <"$f")" -le 1000000 ] || echo "$f"
+done)
+[ -z "$bad" ] || { echo "tracked build outputs or files over 1 MB (remove them; build into a temporary directory):"; echo "$bad"; exit 1; }
 
 step "go vet, go mod tidy"
 go vet ./...

@@ -1,186 +1,200 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/firebasemerge"
-	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/indexcheck"
 	"github.com/shardcount/shardcount/internal/service"
 )
 
-// writeFirestore plans the Firestore side. By default it adds the indexes
-// and TTL policies the chosen functions need, with gcloud, which never
-// removes any, and leaves the rules alone: an app's own rules would be
-// replaced by a file that knows only shardcount's collections. The rules
-// go out with -firestore-from (an app's files, which must hold
-// shardcount's current block and indexes) or -replace-rules (this
-// repository's own files, for a project with no rules of its own).
+// writeFirestore plans the Firestore side, with gcloud and the Firebase
+// Rules API only, so the plan is the same whatever is installed. By default
+// it adds the indexes and TTL policies the chosen functions need, which
+// never removes any, and leaves the rules alone: an app's own rules would be
+// replaced by a file that knows only shardcount's collections. The rules go
+// out with -firestore-from (the app's files, as its firebase.json names
+// them, which must hold shardcount's current block and indexes for the
+// chosen groups) or -replace-rules (this repository's own rules, for a
+// project with no rules of its own).
 func (p *plan) writeFirestore(w io.Writer, specs []service.Spec) error {
-	switch {
-	case p.firestoreFrom != "":
-		dir, err := filepath.Abs(p.firestoreFrom)
-		if err != nil {
-			return err
-		}
-		if err := checkMerged(dir); err != nil {
-			return err
-		}
-		return p.deployFiles(w, dir, "the app's rules and indexes, which hold shardcount's")
-	case p.replaceRules:
-		return p.deployFiles(w, ".", "this repository's rules and indexes, replacing the project's rules (--replace-rules)")
-	}
-	file, err := indexcheck.Load("firestore.indexes.json")
+	groups := groupsOf(specs)
+	ours, err := firebasemerge.LoadOurs(".", service.GroupNames(groups), service.Uses(groups))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "# Indexes and TTL policies the chosen functions need, added with gcloud (an existing one fails harmlessly; none is removed).")
-	writeIndexCommands(w, p.project, neededBy(file, specs))
+	switch {
+	case p.firestoreFrom != "":
+		return p.deployApp(w, ours, groups)
+	case p.replaceRules:
+		rules, _, err := firebasemerge.Rules(ours.Rules, ours.Block)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "# Firestore: this repository's rules (groups %s) replace the project's (--replace-rules), and its indexes.\n", strings.Join(service.GroupNames(groups), ", "))
+		p.writeRules(w, rules)
+		return p.writeIndexes(w, ours.Indexes, ours.Keep)
+	}
+	fmt.Fprintln(w, "# Indexes and TTL policies the chosen functions need, added with gcloud (none is removed).")
+	if err := p.writeIndexes(w, ours.Indexes, ours.Keep); err != nil {
+		return err
+	}
+	merge := "scripts/firebase-merge.sh"
+	if len(groups) < len(service.Groups) {
+		merge += " --only " + strings.Join(service.GroupNames(groups), ",")
+	}
 	note := "Firestore rules are not deployed: they would replace your app's own. Merge shardcount's into your app's files " +
-		"(scripts/firebase-merge.sh PATH_TO_APP) and deploy them from there, or pass --firestore-from PATH_TO_APP; " +
+		"(" + merge + " PATH_TO_APP) and deploy them from there, or pass --firestore-from PATH_TO_APP; " +
 		"a project with no rules of its own may take this repository's with --replace-rules."
 	fmt.Fprintln(w, "\n# "+note)
 	fmt.Fprintln(os.Stderr, "deploy: note: "+note)
 	return nil
 }
 
-// checkMerged refuses an app directory whose rules lack shardcount's
-// current block, or whose indexes lack one of shardcount's.
-func checkMerged(dir string) error {
-	ours, err := os.ReadFile("firestore.rules")
-	if err != nil {
-		return err
-	}
-	block, err := firebasemerge.Block(string(ours))
-	if err != nil {
-		return err
-	}
-	merge := "run scripts/firebase-merge.sh " + dir + " first"
-	rules, err := os.ReadFile(filepath.Join(dir, "firestore.rules"))
+// deployApp plans the rules and indexes of the app at p.firestoreFrom:
+// exactly its files, once they hold shardcount's for groups.
+func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.Group) error {
+	files, err := firebasemerge.AppFiles(p.firestoreFrom, p.database)
 	if err != nil {
 		return fmt.Errorf("--firestore-from: %w", err)
 	}
-	if !firebasemerge.HasBlock(string(rules), block) {
-		return fmt.Errorf("--firestore-from: %s/firestore.rules lacks shardcount's current rules block: %s", dir, merge)
-	}
-	ourIndexes, err := os.ReadFile("firestore.indexes.json")
-	if err != nil {
-		return err
-	}
-	appIndexes, err := os.ReadFile(filepath.Join(dir, "firestore.indexes.json"))
+	missing, err := ours.Missing(files)
 	if err != nil {
 		return fmt.Errorf("--firestore-from: %w", err)
 	}
-	merged, err := firebasemerge.Indexes(appIndexes, ourIndexes)
-	if err != nil {
-		return fmt.Errorf("--firestore-from: %w", err)
-	}
-	if !sameJSON(merged, appIndexes) {
-		return fmt.Errorf("--firestore-from: %s/firestore.indexes.json lacks shardcount's indexes or TTL policies: %s", dir, merge)
-	}
-	return nil
-}
-
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return bytes.Equal(ja, jb)
-}
-
-// deployFiles deploys the rules and indexes of dir: with the Firebase CLI
-// (from dir, which holds their firebase.json), or with gcloud and the
-// Firebase Rules API.
-func (p *plan) deployFiles(w io.Writer, dir, what string) error {
-	fmt.Fprintf(w, "# Firestore: %s.\n", what)
-	if p.firebaseCLI != "" {
-		cli := p.firebaseCLI
-		if strings.Contains(cli, "/") {
-			if abs, err := filepath.Abs(cli); err == nil {
-				cli = abs
-			}
+	if len(missing) > 0 {
+		if len(missing) > 3 {
+			missing = append(missing[:3], fmt.Sprintf("and %d more", len(missing)-3))
 		}
-		fmt.Fprintf(w, "(cd %s && %s)\n", shellQuote(dir), shellJoin([]string{cli, "deploy", "--only", "firestore:rules,firestore:indexes", "--project", p.project, "--non-interactive"}))
-		return nil
+		return fmt.Errorf("--firestore-from: %s: run scripts/firebase-merge.sh --only %s %s first",
+			strings.Join(missing, "; "), strings.Join(service.GroupNames(groups), ","), files.Dir)
 	}
-	file, err := indexcheck.Load(filepath.Join(dir, "firestore.indexes.json"))
+	app, err := os.ReadFile(files.Rules)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "# No Firebase CLI: composite indexes, exemptions and TTL with gcloud (an existing index fails harmlessly).")
-	writeIndexCommands(w, p.project, file)
-	rules, err := os.ReadFile(filepath.Join(dir, "firestore.rules"))
+	rules := string(app) // the ruleset deployed: the app's file as it is
+	if lost := lostLines(string(app), rules); len(lost) > 0 {
+		return fmt.Errorf("--firestore-from: the ruleset would lack lines of %s: %q", files.Rules, lost)
+	}
+	fmt.Fprintf(w, "# Firestore: the app's rules and indexes, as %s names them: %s and %s.\n", configName(files), files.Rules, files.Indexes)
+	fmt.Fprintf(w, "# The ruleset against %s: %s\n", files.Rules, diffSummary(string(app), rules))
+	for _, warning := range firebasemerge.Overlaps(rules) {
+		fmt.Fprintf(w, "# warning: %s: %s\n", files.Rules, warning)
+		fmt.Fprintf(os.Stderr, "deploy: warning: %s: %s\n", files.Rules, warning)
+	}
+	p.writeRules(w, rules)
+	indexes, err := os.ReadFile(files.Indexes)
 	if err != nil {
 		return err
 	}
+	return p.writeIndexes(w, indexes, nil)
+}
+
+func configName(f firebasemerge.Files) string {
+	if f.Declared {
+		return f.Config
+	}
+	return "the app's directory (its firebase.json names none)"
+}
+
+// writeRules plans a ruleset with these rules, released for the database:
+// a new ruleset through the Firebase Rules API, then the release points to
+// it (updated, or created on a first deploy).
+func (p *plan) writeRules(w io.Writer, rules string) {
 	content, _ := json.Marshal(string(rules)) // a string always marshals
 	ruleset := fmt.Sprintf(`{"source":{"files":[{"name":"firestore.rules","content":%s}]}}`, content)
 	api := "https://firebaserules.googleapis.com/v1/projects/" + p.project
+	release := "projects/" + p.project + "/releases/cloud.firestore"
+	if p.database != firebasemerge.DefaultDatabase {
+		release += "/" + p.database
+	}
 	q := shellQuote
-	fmt.Fprintln(w, "# Rules through the Firebase Rules API: a new ruleset, then the cloud.firestore release points to it.")
+	fmt.Fprintln(w, "# Rules through the Firebase Rules API: a new ruleset, then the release points to it.")
 	fmt.Fprintln(w, `token=$(gcloud auth print-access-token)`)
-	fmt.Fprintf(w, "ruleset=$(curl -sf -X POST -H \"Authorization: Bearer $token\" -H 'Content-Type: application/json' %s -d %s | sed -n 's/.*\"name\": *\"\\([^\"]*\\)\".*/\\1/p' | head -n 1)\n",
+	fmt.Fprintf(w, "ruleset=$(curl -sSf -X POST -H \"Authorization: Bearer $token\" -H 'Content-Type: application/json' %s -d %s | sed -n 's/.*\"name\": *\"\\([^\"]*\\)\".*/\\1/p' | head -n 1)\n",
 		q(api+"/rulesets"), q(ruleset))
-	fmt.Fprintf(w, "curl -sf -X PATCH -H \"Authorization: Bearer $token\" -H 'Content-Type: application/json' %s -d \"{\\\"release\\\":{\\\"name\\\":\\\"projects/%s/releases/cloud.firestore\\\",\\\"rulesetName\\\":\\\"$ruleset\\\"}}\" >/dev/null\n",
-		q(api+"/releases/cloud.firestore"), p.project)
-	return nil
+	fmt.Fprintln(w, `[ -n "$ruleset" ] || { echo "deploy: the Rules API created no ruleset" >&2; exit 1; }`)
+	fmt.Fprintf(w, "curl -sSf -X PATCH -H \"Authorization: Bearer $token\" -H 'Content-Type: application/json' %s -d \"{\\\"release\\\":{\\\"name\\\":\\\"%s\\\",\\\"rulesetName\\\":\\\"$ruleset\\\"}}\" >/dev/null ||\n",
+		q("https://firebaserules.googleapis.com/v1/"+release), release)
+	fmt.Fprintf(w, "  curl -sSf -X POST -H \"Authorization: Bearer $token\" -H 'Content-Type: application/json' %s -d \"{\\\"name\\\":\\\"%s\\\",\\\"rulesetName\\\":\\\"$ruleset\\\"}\" >/dev/null\n",
+		q(api+"/releases"), release)
 }
 
-// writeIndexCommands writes the gcloud commands of an index file's
-// composite indexes, exemptions and TTL policies.
-func writeIndexCommands(w io.Writer, project string, file *indexcheck.File) {
+// indexHelper is the plan's one tolerant step: creating an index that
+// exists already is fine; any other failure stops the deploy.
+const indexHelper = `# Creates a Firestore index; one that exists already is fine, any other failure stops the deploy.
+create_index() {
+  local out
+  if out=$("$@" 2>&1); then printf '%s\n' "$out"; return 0; fi
+  case "$out" in *ALREADY_EXISTS*|*"already exists"*) echo "exists already: ${*: -1}"; return 0 ;; esac
+  printf '%s\n' "$out" >&2
+  return 1
+}
+`
+
+// writeIndexes plans the composite indexes, exemptions and TTL policies of
+// an indexes file (those keep keeps), with gcloud.
+func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep) error {
+	var file indexcheck.File
+	if err := json.Unmarshal(indexes, &file); err != nil {
+		return fmt.Errorf("indexes: %w", err)
+	}
+	db := "--database=" + p.database
+	io.WriteString(w, indexHelper)
 	for _, ix := range file.Indexes {
-		args := []string{"gcloud", "firestore", "indexes", "composite", "create", "--project=" + project,
-			"--collection-group=" + ix.CollectionGroup, "--query-scope=" + strings.ToLower(strings.ReplaceAll(ix.QueryScope, "_", "-")), "--async"}
-		for _, f := range ix.Fields {
-			args = append(args, "--field-config=field-path="+f.FieldPath+",order="+strings.ToLower(f.Order))
+		if keep != nil && !keep(ix.CollectionGroup) {
+			continue
 		}
-		fmt.Fprintln(w, shellJoin(args)+" || true")
+		args := []string{"gcloud", "firestore", "indexes", "composite", "create", "--project=" + p.project, db,
+			"--collection-group=" + ix.CollectionGroup, "--query-scope=" + strings.ToLower(strings.ReplaceAll(cmpOr(ix.QueryScope, "COLLECTION"), "_", "-")), "--async"}
+		for _, f := range ix.Fields {
+			cfg := "--field-config=field-path=" + f.FieldPath
+			if f.ArrayConfig != "" {
+				cfg += ",array-config=" + strings.ToLower(f.ArrayConfig)
+			} else {
+				cfg += ",order=" + strings.ToLower(f.Order)
+			}
+			args = append(args, cfg)
+		}
+		fmt.Fprintln(w, "create_index "+shellJoin(args))
 	}
 	for _, o := range file.FieldOverrides {
+		if keep != nil && !keep(o.CollectionGroup) {
+			continue
+		}
 		if len(o.Indexes) == 0 {
 			fmt.Fprintln(w, shellJoin([]string{"gcloud", "firestore", "indexes", "fields", "update", o.FieldPath,
-				"--project=" + project, "--collection-group=" + o.CollectionGroup, "--disable-indexes", "--async"}))
+				"--project=" + p.project, db, "--collection-group=" + o.CollectionGroup, "--disable-indexes", "--async"}))
 		}
 		if o.TTL {
 			fmt.Fprintln(w, shellJoin([]string{"gcloud", "firestore", "fields", "ttls", "update", o.FieldPath,
-				"--project=" + project, "--collection-group=" + o.CollectionGroup, "--enable-ttl", "--async"}))
+				"--project=" + p.project, db, "--collection-group=" + o.CollectionGroup, "--enable-ttl", "--async"}))
 		}
 	}
+	return nil
 }
 
-// neededBy keeps the entries of an index file that the chosen functions
-// need: those on instruments for the instruments group, the others for
-// the counters group.
-func neededBy(file *indexcheck.File, specs []service.Spec) *indexcheck.File {
-	groups := map[service.Group]bool{}
-	for _, s := range specs {
-		groups[s.Group] = true
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	groupOf := func(collection string) service.Group {
-		if collection == firestoredb.InstrumentsCollection {
-			return service.Instruments
-		}
-		return service.Counters
-	}
-	out := &indexcheck.File{}
-	for _, ix := range file.Indexes {
-		if groups[groupOf(ix.CollectionGroup)] {
-			out.Indexes = append(out.Indexes, ix)
-		}
-	}
-	for _, o := range file.FieldOverrides {
-		if groups[groupOf(o.CollectionGroup)] {
-			out.FieldOverrides = append(out.FieldOverrides, o)
+	return b
+}
+
+// groupsOf returns the groups of the chosen functions, in catalog order.
+func groupsOf(specs []service.Spec) []service.Group {
+	var out []service.Group
+	for _, g := range service.Groups {
+		for _, s := range specs {
+			if s.Group == g {
+				out = append(out, g)
+				break
+			}
 		}
 	}
 	return out

@@ -3,7 +3,9 @@
 // chosen from service.Catalog (all of them, or the groups and names of
 // -only), the Cloud Scheduler job of reconcileCounters, the Firestore
 // indexes and TTL policies the chosen functions need, and the rules only
-// when asked (-firestore-from, -replace-rules). scripts/deploy.sh runs it,
+// when asked (-firestore-from, -replace-rules), with gcloud and the Firebase
+// Rules API alone, so the plan is the same whatever is installed.
+// scripts/deploy.sh runs it,
 // or prints it with --dry-run. Generating the plan from the catalog and
 // from config.Settings means a new function or setting cannot be left out.
 package main
@@ -20,8 +22,8 @@ func main() {
 	flag.StringVar(&p.region, "region", "us-central1", "region of the functions")
 	flag.StringVar(&p.only, "only", "", "deploy only these groups (counters, instruments) or functions, comma-separated")
 	flag.StringVar(&p.triggerLocation, "trigger-location", "", "location of the Firestore database, when it differs from the region (e.g. nam5)")
-	flag.StringVar(&p.firebaseCLI, "firebase", "", "Firebase CLI to deploy rules and indexes with; empty: use gcloud and the Rules API")
-	flag.StringVar(&p.firestoreFrom, "firestore-from", "", "deploy the rules and indexes of this app directory (they must hold shardcount's; scripts/firebase-merge.sh merges them)")
+	flag.StringVar(&p.firestoreFrom, "firestore-from", "", "deploy the rules and indexes of this app directory, the files its firebase.json names (they must hold shardcount's; scripts/firebase-merge.sh merges them)")
+	flag.StringVar(&p.database, "database", "(default)", "the Firestore database")
 	flag.BoolVar(&p.replaceRules, "replace-rules", false, "deploy this repository's firestore.rules as the project's rules, replacing whatever rules it has")
 	flag.StringVar(&p.schedule, "reconcile-schedule", "*/15 * * * *", "cron schedule of reconcileCounters (Cloud Scheduler)")
 	flag.BoolVar(&p.insecureOpen, "insecure-open", false, "allow AUTH=off: every public function open to anyone")

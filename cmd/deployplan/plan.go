@@ -15,8 +15,8 @@ import (
 )
 
 type plan struct {
-	project, region, only, triggerLocation, firebaseCLI, schedule, firestoreFrom string
-	insecureOpen, replaceRules                                                   bool
+	project, region, only, triggerLocation, schedule, firestoreFrom, database string
+	insecureOpen, replaceRules                                                bool
 }
 
 func (p *plan) write(w io.Writer, getenv func(string) string) error {

@@ -1,32 +1,39 @@
 // Command firebasemerge brings shardcount's Firestore rules and indexes
-// into an existing Firebase app's directory, in place: the rules block is
-// spliced into (or refreshed in) APP_DIR/firestore.rules, the indexes and
-// field overrides added to APP_DIR/firestore.indexes.json. The app's own
-// rules and indexes stay as they are; running it again changes nothing.
-// scripts/firebase-merge.sh runs it from the repository's root.
+// into an existing Firebase app's files, in place: the files the app's
+// firebase.json names (or firestore.rules and firestore.indexes.json in its
+// directory). The rules block is spliced into (or refreshed in) the rules,
+// the indexes and field overrides added to the indexes, for the groups the
+// app deploys. The app's own rules and indexes stay as they are; running it
+// again changes nothing. scripts/firebase-merge.sh runs it.
 //
-//	firebasemerge [-check] APP_DIR
+//	firebasemerge [-check] [-only GROUPS] [-database DB] [-repo DIR] APP_DIR
+//	firebasemerge -where [-database DB] APP_DIR
 //
-// With -check it writes nothing and exits 1 when the app's files lack the
-// current block or an index (scripts/deploy.sh checks this way).
+// With -check it writes nothing and exits 1 when the app's files lack
+// shardcount's current block or an index, compared by meaning as
+// scripts/deploy.sh --firestore-from compares them. With -where it prints
+// the app's two files (scripts/dev.sh runs the emulator with its rules).
 package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/shardcount/shardcount/internal/firebasemerge"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 func main() {
 	check := flag.Bool("check", false, "write nothing; exit 1 if the app's files are not up to date")
+	only := flag.String("only", "", "the groups the app deploys (counters, instruments), comma-separated; default all")
+	database := flag.String("database", firebasemerge.DefaultDatabase, "the Firestore database whose files firebase.json names")
+	repo := flag.String("repo", ".", "shardcount's repository")
+	where := flag.Bool("where", false, "print the app's rules and indexes files (as its firebase.json names them), tab-separated, and exit")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: firebasemerge [-check] APP_DIR   (run from shardcount's root)")
+		fmt.Fprintln(os.Stderr, "usage: firebasemerge [-check] [-only GROUPS] [-database DB] [-repo DIR] APP_DIR")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -34,7 +41,16 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	stale, err := run(flag.Arg(0), *check)
+	if *where {
+		files, err := firebasemerge.AppFiles(flag.Arg(0), *database)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "firebasemerge:", err)
+			os.Exit(2)
+		}
+		fmt.Printf("%s\t%s\n", files.Rules, files.Indexes)
+		return
+	}
+	stale, err := run(*repo, flag.Arg(0), *only, *database, *check)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "firebasemerge:", err)
 		os.Exit(2)
@@ -44,69 +60,61 @@ func main() {
 	}
 }
 
-// run merges into dir's files (or only compares, with check) and reports
-// whether a file was not up to date.
-func run(dir string, check bool) (bool, error) {
-	ourRules, err := os.ReadFile("firestore.rules")
+// run merges into the app's files (or only checks, with check) and reports
+// whether they were not up to date.
+func run(repo, dir, only, database string, check bool) (bool, error) {
+	groups, err := service.ParseGroups(only)
 	if err != nil {
-		return false, fmt.Errorf("%w (run it from shardcount's root)", err)
+		return false, fmt.Errorf("-only: %w", err)
 	}
-	block, err := firebasemerge.Block(string(ourRules))
-	if err != nil {
-		return false, err
-	}
-	ourIndexes, err := os.ReadFile("firestore.indexes.json")
+	ours, err := firebasemerge.LoadOurs(repo, service.GroupNames(groups), service.Uses(groups))
 	if err != nil {
 		return false, err
 	}
-
-	rulesPath := filepath.Join(dir, "firestore.rules")
-	appRules, err := os.ReadFile(rulesPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	files, err := firebasemerge.AppFiles(dir, database)
+	if err != nil {
 		return false, err
 	}
-	base := appRules
-	if base == nil {
-		base = ourRules // an app without rules starts from ours
+	if check {
+		missing, err := ours.Missing(files)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range missing {
+			fmt.Println(m)
+		}
+		if len(missing) == 0 {
+			fmt.Printf("%s and %s hold shardcount's rules and indexes\n", files.Rules, files.Indexes)
+		}
+		return len(missing) > 0, nil
 	}
-	merged, warnings, err := firebasemerge.Rules(string(base), block)
+	rules, indexes, warnings, err := ours.Merge(files)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", rulesPath, err)
+		return false, err
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(os.Stderr, "firebasemerge: warning: %s: %s\n", rulesPath, w)
+		fmt.Fprintf(os.Stderr, "firebasemerge: warning: %s: %s\n", files.Rules, w)
 	}
-	indexesPath := filepath.Join(dir, "firestore.indexes.json")
-	appIndexes, err := os.ReadFile(indexesPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, err
-	}
-	mergedIndexes, err := firebasemerge.Indexes(appIndexes, ourIndexes)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", indexesPath, err)
-	}
-
 	stale := false
 	for _, f := range []struct {
-		path      string
-		was, want []byte // was is nil for a file that does not exist
-	}{{rulesPath, appRules, []byte(merged)}, {indexesPath, appIndexes, mergedIndexes}} {
-		if f.was != nil && bytes.Equal(f.was, f.want) {
+		path string
+		want []byte
+	}{{files.Rules, rules}, {files.Indexes, indexes}} {
+		if was, err := os.ReadFile(f.path); err == nil && bytes.Equal(was, f.want) {
 			fmt.Printf("%s: up to date\n", f.path)
 			continue
 		}
 		stale = true
-		if check {
-			fmt.Printf("%s: lacks shardcount's current rules or indexes (run scripts/firebase-merge.sh %s)\n", f.path, dir)
-			continue
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return false, err
 		}
 		if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
 			return false, err
 		}
 		fmt.Printf("%s: merged\n", f.path)
 	}
-	if !check && stale {
-		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with scripts/deploy.sh --firestore-from %s.\n", dir, dir)
+	if stale {
+		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with scripts/deploy.sh --firestore-from %s.\n", files.Dir, files.Dir)
 	}
 	return stale, nil
 }

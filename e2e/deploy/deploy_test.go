@@ -4,6 +4,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,7 +135,7 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 	if strings.Contains(plan, "firestore:rules") || strings.Contains(plan, "firebaserules") || !strings.Contains(plan, "scripts/firebase-merge.sh") {
 		t.Errorf("a plain deploy touches the project's rules, or does not say how to merge them:\n%s", plan)
 	}
-	if !strings.Contains(plan, "gcloud firestore fields ttls update expire_at --project=demo-x --collection-group=windows --enable-ttl") {
+	if !strings.Contains(plan, "gcloud firestore fields ttls update expire_at --project=demo-x '--database=(default)' --collection-group=windows --enable-ttl") {
 		t.Errorf("the TTL policies are not added:\n%s", plan)
 	}
 	if !strings.Contains(plan, "gcloud scheduler jobs create http reconcile-counters") || !strings.Contains(plan, "--attempt-deadline=290s") {
@@ -145,8 +146,10 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 	}
 }
 
-func TestDryRunWithoutFirebaseCLIUsesGcloud(t *testing.T) {
-	plan, err := dryRun(t, []string{"FIREBASE_CLI="}, "--project=demo-x", "--replace-rules")
+// TestDryRunReplaceRulesUsesGcloudAndTheRulesAPI: one plan, whatever is
+// installed: the indexes with gcloud, the rules through the Rules API.
+func TestDryRunReplaceRulesUsesGcloudAndTheRulesAPI(t *testing.T) {
+	plan, err := dryRun(t, nil, "--project=demo-x", "--replace-rules")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -160,21 +163,28 @@ func TestDryRunWithoutFirebaseCLIUsesGcloud(t *testing.T) {
 			cfg = append(cfg, "--field-config=field-path="+f.FieldPath+",order="+strings.ToLower(f.Order))
 		}
 		scope := strings.ToLower(strings.ReplaceAll(ix.QueryScope, "_", "-"))
-		if !strings.Contains(plan, "--collection-group="+ix.CollectionGroup+" --query-scope="+scope+" --async "+strings.Join(cfg, " ")) {
+		if !strings.Contains(plan, "create_index gcloud firestore indexes composite create --project=demo-x '--database=(default)' --collection-group="+ix.CollectionGroup+" --query-scope="+scope+" --async "+strings.Join(cfg, " ")) {
 			t.Errorf("no gcloud command creates the index %v", ix)
 		}
 	}
 	for _, o := range file.FieldOverrides {
-		if !strings.Contains(plan, "fields update "+o.FieldPath+" --project=demo-x --collection-group="+o.CollectionGroup+" --disable-indexes") {
+		if !strings.Contains(plan, "fields update "+o.FieldPath+" --project=demo-x '--database=(default)' --collection-group="+o.CollectionGroup+" --disable-indexes") {
 			t.Errorf("the single-field indexes of %s.%s are not disabled", o.CollectionGroup, o.FieldPath)
 		}
-		if o.TTL && !strings.Contains(plan, "ttls update "+o.FieldPath+" --project=demo-x --collection-group="+o.CollectionGroup+" --enable-ttl") {
+		if o.TTL && !strings.Contains(plan, "ttls update "+o.FieldPath+" --project=demo-x '--database=(default)' --collection-group="+o.CollectionGroup+" --enable-ttl") {
 			t.Errorf("no TTL policy on %s.%s", o.CollectionGroup, o.FieldPath)
 		}
 	}
 	if !strings.Contains(plan, "firebaserules.googleapis.com/v1/projects/demo-x/rulesets") ||
 		!strings.Contains(plan, "releases/cloud.firestore") || !strings.Contains(plan, "shardcountAnonymousCounterReads") {
 		t.Errorf("firestore.rules is not released through the Rules API:\n%s", plan)
+	}
+	if strings.Contains(plan, "|| true") {
+		t.Errorf("the plan hides failures with || true:\n%s", plan)
+	}
+	withCLI, err := dryRun(t, []string{"PATH=" + t.TempDir() + ":" + os.Getenv("PATH")}, "--project=demo-x", "--replace-rules")
+	if err != nil || withCLI != plan {
+		t.Errorf("the plan depends on what is installed (%v)", err)
 	}
 }
 
@@ -261,7 +271,7 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command("bash", append([]string{"scripts/deploy.sh", "--project", "demo-x"}, args...)...)
 		cmd.Dir = clone
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=", "PAGE_TOKEN_SECRET=page-token")
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PAGE_TOKEN_SECRET=page-token")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -286,15 +296,19 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 // standInGcloud writes a gcloud that records its calls and answers like
 // the real one where the plan depends on it: `describe` prints a value,
 // `scheduler jobs update` fails for a job that does not exist and rejects
-// --headers (it takes --update-headers), and `scheduler jobs create` fails
-// for a job that exists.
+// --headers (it takes --update-headers), `scheduler jobs create` fails
+// for a job that exists, and so does creating an index that exists.
 func standInGcloud(t *testing.T, bin, calls string) {
 	t.Helper()
-	jobs := filepath.Join(bin, "jobs")
+	jobs, indexes := filepath.Join(bin, "jobs"), filepath.Join(bin, "indexes")
 	script := `#!/bin/sh
 echo "$*" >> ` + calls + `
 case "$*" in
   *describe*) echo 123 ;;
+  "firestore indexes composite create"*)
+    [ -z "$INDEX_ERROR" ] || { echo "ERROR: $INDEX_ERROR" >&2; exit 1; }
+    grep -qxF "$*" ` + indexes + ` 2>/dev/null && { echo "ERROR: (gcloud.firestore.indexes.composite.create) ALREADY_EXISTS: index already exists" >&2; exit 1; }
+    echo "$*" >> ` + indexes + ` ;;
   "scheduler jobs update"*)
     case "$*" in *" --headers="*) echo "ERROR: unrecognized arguments: --headers" >&2; exit 2;; esac
     grep -qx "$5" ` + jobs + ` 2>/dev/null || { echo "ERROR: NOT_FOUND: Job not found." >&2; exit 1; } ;;
@@ -324,7 +338,7 @@ func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
 	for i := range 2 {
 		cmd := exec.Command("bash", "scripts/deploy.sh", "--project", "demo-x", "--force", "--replace-rules")
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FIREBASE_CLI=", "PAGE_TOKEN_SECRET=page-token")
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PAGE_TOKEN_SECRET=page-token")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "deployed to demo-x") {
 			t.Fatalf("deploy %d: %v\n%s", i+1, err, out)
@@ -335,8 +349,24 @@ func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
 	if n := strings.Count(log, "scheduler jobs create http reconcile-counters"); n != 1 {
 		t.Errorf("the job was created %d times, want once:\n%s", n, log)
 	}
-	if !strings.Contains(log, "scheduler jobs update http reconcile-counters") || strings.Count(log, "curl -sf -X PATCH") != 2 {
+	if !strings.Contains(log, "scheduler jobs update http reconcile-counters") || strings.Count(log, "curl -sSf -X PATCH") != 2 {
 		t.Errorf("the second deploy did not update the job and go on to the indexes:\n%s", log)
+	}
+}
+
+// TestIndexFailuresStopTheDeploy: an index that exists already is fine
+// (TestRedeployUpdatesTheSchedulerJob), any other failure stops the
+// deploy and is shown; it used to be hidden by `|| true`.
+func TestIndexFailuresStopTheDeploy(t *testing.T) {
+	bin := t.TempDir()
+	standInGcloud(t, bin, filepath.Join(bin, "calls"))
+	cmd := exec.Command("bash", "scripts/deploy.sh", "--project", "demo-x", "--force", "--only", "counters")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PAGE_TOKEN_SECRET=",
+		"INDEX_ERROR=PERMISSION_DENIED: the caller does not have permission")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "PERMISSION_DENIED") || strings.Contains(string(out), "deployed to demo-x") {
+		t.Errorf("a failed index creation: %v\n%s", err, out)
 	}
 }
 
@@ -378,20 +408,151 @@ func TestDryRunFirestoreFromAnApp(t *testing.T) {
 		os.WriteFile(filepath.Join(app, f), b, 0o644)
 	}
 	out, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
-	if err == nil || !strings.Contains(out, "scripts/firebase-merge.sh "+app) {
+	if err == nil || !strings.Contains(out, "scripts/firebase-merge.sh --only counters "+app) {
 		t.Fatalf("an app without shardcount's block: %v\n%s", err, out)
 	}
-	merge := exec.Command("bash", "scripts/firebase-merge.sh", app)
+	merge := exec.Command("bash", "scripts/firebase-merge.sh", "--only", "counters", app)
 	merge.Dir = root
 	if out, err := merge.CombinedOutput(); err != nil {
 		t.Fatalf("firebase-merge.sh: %v\n%s", err, out)
 	}
 	plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
-	if err != nil || !strings.Contains(plan, "(cd "+app+" && ") || !strings.Contains(plan, "deploy --only firestore:rules,firestore:indexes --project demo-x") {
+	if err != nil || !strings.Contains(plan, filepath.Join(app, "firestore.rules")) || !strings.Contains(plan, "firebaserules.googleapis.com") {
 		t.Fatalf("the merged app: %v\n%s", err, plan)
 	}
 	rules, _ := os.ReadFile(filepath.Join(app, "firestore.rules"))
 	if !strings.Contains(string(rules), "match /posts/{postId}") {
 		t.Errorf("the merge lost the app's own rules:\n%s", rules)
 	}
+}
+
+// TestAdoptingFromTheAppsDirectory is a newcomer's adoption, from their
+// app's own directory next to a checkout of shardcount, with relative
+// paths: an app whose firebase.json keeps its rules under firestore/ and
+// has hosting and functions of its own. The merge writes the files
+// firebase.json names (not shardcount's, not a new root file), the check
+// passes on them and on shardcount's own, and the deploy plan deploys
+// exactly the app's files, with nothing of the instruments example.
+func TestAdoptingFromTheAppsDirectory(t *testing.T) {
+	app := filepath.Join(t.TempDir(), "myapp")
+	layout := map[string]string{
+		"firebase.json": `{
+  "firestore": {"rules": "firestore/app.rules", "indexes": "firestore/app.indexes.json"},
+  "hosting": {"public": "public"},
+  "functions": {"source": "functions"}
+}
+`,
+		"firestore/app.rules":        readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.rules")),
+		"firestore/app.indexes.json": readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.indexes.json")),
+		"public/index.html":          "<h1>my app</h1>\n",
+		"functions/index.js":         "exports.hello = () => {};\n",
+	}
+	for name, content := range layout {
+		os.MkdirAll(filepath.Dir(filepath.Join(app, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(app, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The app sits next to shardcount as a user's would: reach it relatively.
+	rel, err := filepath.Rel(app, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]string{}
+	for _, f := range []string{"firestore.rules", "firestore.indexes.json", "firebase.json"} {
+		ours[f] = readFile(t, filepath.Join(root, f))
+	}
+	run := func(script string, args ...string) (string, error) {
+		cmd := exec.Command("bash", append([]string{filepath.Join(rel, "scripts", script)}, args...)...)
+		cmd.Dir = app
+		cmd.Env = append(os.Environ(), "PAGE_TOKEN_SECRET=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	if out, err := run("firebase-merge.sh", "--check", "--only", "counters", "."); err == nil {
+		t.Fatalf("--check passes an app that lacks shardcount's rules:\n%s", out)
+	}
+	if out, err := run("firebase-merge.sh", "--only", "counters", "."); err != nil {
+		t.Fatalf("merge from the app's directory: %v\n%s", err, out)
+	}
+	rules := readFile(t, filepath.Join(app, "firestore/app.rules"))
+	for _, want := range []string{"match /posts/{postId}", "match /users/{uid}", "BEGIN shardcount rules", "match /counters/{counterId}"} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("the app's rules lack %q after the merge:\n%s", want, rules)
+		}
+	}
+	if strings.Contains(rules, "/instruments/") || strings.Contains(readFile(t, filepath.Join(app, "firestore/app.indexes.json")), `"instruments"`) {
+		t.Errorf("--only counters brought the instruments example's rules or indexes")
+	}
+	if !strings.Contains(readFile(t, filepath.Join(app, "firestore/app.indexes.json")), `"rollup_slots"`) {
+		t.Errorf("the app's indexes lack shardcount's")
+	}
+	if _, err := os.Stat(filepath.Join(app, "firestore.rules")); err == nil {
+		t.Errorf("the merge wrote a firestore.rules the app's firebase.json does not name")
+	}
+	for f, was := range ours {
+		if readFile(t, filepath.Join(root, f)) != was {
+			t.Errorf("the merge changed shardcount's own %s", f)
+		}
+	}
+	if out, err := run("firebase-merge.sh", "--check", "--only", "counters", "."); err != nil {
+		t.Errorf("--check after the merge: %v\n%s", err, out)
+	}
+	if out, err := run("firebase-merge.sh", "--check", rel); err != nil {
+		t.Errorf("--check on shardcount's own files: %v\n%s", err, out)
+	}
+
+	plan, err := run("deploy.sh", "--dry-run", "--project", "demo-x", "--only", "counters", "--firestore-from", ".")
+	if err != nil {
+		t.Fatalf("the deploy plan from the app's directory: %v\n%s", err, plan)
+	}
+	deployed := rulesetOf(t, plan)
+	if deployed != rules {
+		t.Errorf("the plan deploys another ruleset than the app's file:\n%s", deployed)
+	}
+	if !strings.Contains(plan, filepath.Join(app, "firestore/app.rules")) || !strings.Contains(plan, "no difference") {
+		t.Errorf("the plan does not name the app's rules file or its diff:\n%s", plan)
+	}
+	if strings.Contains(plan, "--collection-group=instruments") {
+		t.Errorf("--only counters deploys the instruments' indexes")
+	}
+	if !strings.Contains(plan, "--collection-group=posts") {
+		t.Errorf("the plan leaves out the app's own indexes")
+	}
+}
+
+// rulesetOf returns the rules the plan's Rules API call uploads.
+func rulesetOf(t *testing.T, plan string) string {
+	t.Helper()
+	for _, line := range strings.Split(plan, "\n") {
+		if !strings.Contains(line, "/rulesets'") && !strings.Contains(line, "/rulesets ") {
+			continue
+		}
+		f := fields(line)
+		for i, a := range f {
+			if a == "-d" && i+1 < len(f) {
+				var body struct {
+					Source struct {
+						Files []struct{ Content string }
+					}
+				}
+				if err := json.Unmarshal([]byte(f[i+1]), &body); err != nil || len(body.Source.Files) != 1 {
+					t.Fatalf("the ruleset's body: %v %s", err, f[i+1])
+				}
+				return body.Source.Files[0].Content
+			}
+		}
+	}
+	t.Fatalf("no ruleset in the plan:\n%s", plan)
+	return ""
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -160,7 +160,7 @@ func TestRulesMatrix(t *testing.T) {
 // scripts/firebase-merge.sh does), and checks the app's own collections
 // still obey the app's rules.
 func TestMergedIntoAnApp(t *testing.T) {
-	block, err := firebasemerge.Block(readFile(t, "../../firestore.rules"))
+	block, err := firebasemerge.Block(readFile(t, "../../firestore.rules"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,15 @@ package firebasemerge
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-func read(t *testing.T, path string) string {
+func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -17,12 +20,12 @@ func read(t *testing.T, path string) string {
 }
 
 func TestRulesMergeIsIdempotentAndKeepsTheApp(t *testing.T) {
-	ours := read(t, "../../firestore.rules")
-	block, err := Block(ours)
+	ours := readFile(t, "../../firestore.rules")
+	block, err := Block(ours, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := read(t, "testdata/app/firestore.rules")
+	app := readFile(t, "testdata/app/firestore.rules")
 	once, warnings, err := Rules(app, block)
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("merge: %v %v", err, warnings)
@@ -48,13 +51,74 @@ func TestRulesMergeIsIdempotentAndKeepsTheApp(t *testing.T) {
 	if fixed, _, _ := Rules(stale, block); fixed != once {
 		t.Fatalf("a stale block was not replaced:\n%s", fixed)
 	}
+	// Meaning, not formatting: the block reindented is the same block.
+	reindented := strings.ReplaceAll(once, "\n    ", "\n\t")
+	if !HasBlock(reindented, block) {
+		t.Error("HasBlock refuses the block reindented")
+	}
 }
 
-func TestRulesMergeWarnsAndRefuses(t *testing.T) {
-	block, _ := Block(read(t, "../../firestore.rules"))
-	_, warnings, err := Rules("service cloud.firestore {\n  match /databases/{db}/documents {\n    match /counters/{id} { allow read: if true; }\n  }\n}\n", block)
-	if err != nil || len(warnings) != 1 {
-		t.Errorf("an app with its own counters rule: %v %v, want one warning", err, warnings)
+// TestGroupsHaveSectionsOfTheirOwn: an app that deploys the counters only
+// gets no rule of the instruments example.
+func TestGroupsHaveSectionsOfTheirOwn(t *testing.T) {
+	ours := readFile(t, "../../firestore.rules")
+	all, _ := Block(ours, nil)
+	counters, err := Block(ours, []string{"counters"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Groups(all); !slices.Equal(got, []string{"counters", "instruments"}) {
+		t.Fatalf("the block's groups: %v", got)
+	}
+	if strings.Contains(counters, "instruments") || !strings.Contains(counters, "match /counters/{counterId}") ||
+		!strings.Contains(counters, "shardcountAnonymousCounterReads") || !strings.Contains(counters, endMarker) {
+		t.Fatalf("the counters' block:\n%s", counters)
+	}
+	merged, _, _ := Rules(readFile(t, "testdata/app/firestore.rules"), all)
+	if HasBlock(merged, counters) {
+		t.Error("a block with both groups passes for the counters' alone")
+	}
+	if narrowed, _, _ := Rules(merged, counters); !HasBlock(narrowed, counters) || strings.Contains(narrowed, "/instruments/") {
+		t.Errorf("merging the counters' block did not drop the instruments':\n%s", narrowed)
+	}
+}
+
+// TestOverlapsNameTheLine: any rule of the app's that also matches
+// shardcount's documents is a warning with its line, wildcards included;
+// shardcount's own block is not.
+func TestOverlapsNameTheLine(t *testing.T) {
+	block, _ := Block(readFile(t, "../../firestore.rules"), nil)
+	for _, tc := range []struct {
+		name, inner string
+		warns       bool
+	}{
+		{"test mode", "match /{document=**} { allow read, write: if true; }", true},
+		{"its own counters rule", "match /counters/{id} { allow read: if true; }", true},
+		{"any collection", "match /{coll}/{doc} { allow read: if true; }", true},
+		{"a collection group", "match /{path=**}/members/{m} { allow list: if true; }", true},
+		{"nested", "match /counters/{id} {\n      match /shards/{s} { allow read: if true; }\n    }", true},
+		{"the app's own", "match /posts/{id} { allow read: if true; }\n    // match /counters/{id} in a comment", false},
+		{"another database", "", false},
+	} {
+		app := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    " + tc.inner + "\n  }\n}\n"
+		merged, warnings, err := Rules(app, block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.warns != (len(warnings) > 0) {
+			t.Errorf("%s: warnings %v", tc.name, warnings)
+			continue
+		}
+		// Each warning names a line that holds the match it quotes.
+		lines := strings.Split(merged, "\n")
+		for _, w := range warnings {
+			var n int
+			var own string
+			if _, err := fmt.Sscanf(w, "line %d: `match %s", &n, &own); err != nil || n < 1 || n > len(lines) ||
+				!strings.Contains(lines[n-1], "match "+strings.TrimSuffix(own, "`")) {
+				t.Errorf("%s: %q names no line of its match", tc.name, w)
+			}
+		}
 	}
 	if _, _, err := Rules("not rules at all", block); err == nil {
 		t.Error("a file without a documents scope was merged")
@@ -62,13 +126,13 @@ func TestRulesMergeWarnsAndRefuses(t *testing.T) {
 }
 
 func TestIndexesMergeIsIdempotentAndKeepsTheApp(t *testing.T) {
-	ours := []byte(read(t, "../../firestore.indexes.json"))
-	app := []byte(read(t, "testdata/app/firestore.indexes.json"))
-	once, err := Indexes(app, ours)
+	ours := []byte(readFile(t, "../../firestore.indexes.json"))
+	app := []byte(readFile(t, "testdata/app/firestore.indexes.json"))
+	once, err := Indexes(app, ours, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, err := Indexes(once, ours)
+	twice, err := Indexes(once, ours, nil)
 	if err != nil || string(twice) != string(once) {
 		t.Fatalf("a second merge changed the file (%v)", err)
 	}
@@ -83,11 +147,57 @@ func TestIndexesMergeIsIdempotentAndKeepsTheApp(t *testing.T) {
 		t.Errorf("merged %d indexes and %d overrides, want %d and %d", len(m.Indexes), len(m.FieldOverrides),
 			len(a.Indexes)+len(o.Indexes), len(a.FieldOverrides)+len(o.FieldOverrides))
 	}
-	if empty, err := Indexes(nil, ours); err != nil || !strings.Contains(string(empty), "idempotency_keys") {
+	if empty, err := Indexes(nil, ours, nil); err != nil || !strings.Contains(string(empty), "idempotency_keys") {
 		t.Errorf("an app without indexes: %v", err)
 	}
 	conflict := []byte(`{"fieldOverrides":[{"collectionGroup":"idempotency_keys","fieldPath":"expire_at","indexes":[{"order":"ASCENDING","queryScope":"COLLECTION"}]}]}`)
-	if _, err := Indexes(conflict, ours); err == nil || !strings.Contains(err.Error(), "idempotency_keys/expire_at") {
+	if _, err := Indexes(conflict, ours, nil); err == nil || !strings.Contains(err.Error(), "idempotency_keys/expire_at") {
 		t.Errorf("a conflicting override: %v, want an error naming it", err)
+	}
+	counters, _ := Indexes(nil, ours, func(g string) bool { return g != "instruments" })
+	if strings.Contains(string(counters), `"instruments"`) {
+		t.Errorf("the counters' indexes hold the instruments':\n%s", counters)
+	}
+}
+
+// TestMissingComparesMeaning: the check passes shardcount's own file and
+// the same content in another key order or indentation, and names what an
+// app lacks.
+func TestMissingComparesMeaning(t *testing.T) {
+	ours := []byte(readFile(t, "../../firestore.indexes.json"))
+	if missing, err := MissingIndexes(ours, ours, nil); err != nil || len(missing) != 0 {
+		t.Errorf("shardcount's own indexes lack %v (%v)", missing, err)
+	}
+	var doc map[string]any
+	json.Unmarshal(ours, &doc)
+	compact, _ := json.Marshal(doc) // keys sorted, no indentation
+	if missing, _ := MissingIndexes(compact, ours, nil); len(missing) != 0 {
+		t.Errorf("the same indexes in another key order lack %v", missing)
+	}
+	if missing, _ := MissingIndexes([]byte(`{"indexes":[]}`), ours, nil); len(missing) == 0 {
+		t.Error("an empty file lacks nothing")
+	}
+}
+
+func TestAppFilesFollowFirebaseJSON(t *testing.T) {
+	dir := t.TempDir()
+	f, err := AppFiles(dir, DefaultDatabase)
+	if err != nil || f.Rules != filepath.Join(dir, "firestore.rules") || f.Config != "" {
+		t.Errorf("no firebase.json: %+v %v", f, err)
+	}
+	os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(`{"hosting":{"public":"public"},"firestore":{"rules":"firestore/app.rules","indexes":"firestore/app.indexes.json"}}`), 0o644)
+	if f, err := AppFiles(dir, DefaultDatabase); err != nil || f.Rules != filepath.Join(dir, "firestore/app.rules") || f.Indexes != filepath.Join(dir, "firestore/app.indexes.json") || !f.Declared {
+		t.Errorf("firebase.json names its files: %+v %v", f, err)
+	}
+	os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(`{"firestore":[{"database":"(default)","rules":"a.rules"},{"database":"likes","rules":"likes.rules","indexes":"likes.json"}]}`), 0o644)
+	if f, err := AppFiles(dir, "likes"); err != nil || f.Rules != filepath.Join(dir, "likes.rules") || f.Indexes != filepath.Join(dir, "likes.json") {
+		t.Errorf("a named database's entry: %+v %v", f, err)
+	}
+	if _, err := AppFiles(dir, "other"); err == nil {
+		t.Error("a database firebase.json does not declare")
+	}
+	os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(`{"hosting":{}}`), 0o644)
+	if f, err := AppFiles(dir, DefaultDatabase); err != nil || f.Declared || f.Rules != filepath.Join(dir, "firestore.rules") {
+		t.Errorf("firebase.json without firestore: %+v %v", f, err)
 	}
 }

@@ -10,7 +10,10 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -51,6 +54,33 @@ const (
 
 // Groups lists the groups in deployment order.
 var Groups = []Group{Counters, Instruments}
+
+// GroupOf is the group whose functions use a collection group (of the
+// indexes and rules): the instruments example's, or the counters'.
+func GroupOf(collection string) Group {
+	if collection == firestoredb.InstrumentsCollection {
+		return Instruments
+	}
+	return Counters
+}
+
+// ParseGroups reads a comma-separated list of groups; empty: all of them.
+func ParseGroups(s string) ([]Group, error) {
+	if strings.TrimSpace(s) == "" {
+		return Groups, nil
+	}
+	var out []Group
+	for name := range strings.SplitSeq(s, ",") {
+		g := Group(strings.TrimSpace(name))
+		if !slices.Contains(Groups, g) {
+			return nil, fmt.Errorf("%q is not a group (%v)", name, Groups)
+		}
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
 
 // Spec describes one function.
 type Spec struct {
@@ -110,4 +140,18 @@ func SignsPageTokens(specs []Spec) []string {
 		}
 	}
 	return out
+}
+
+// GroupNames returns the names of groups, for the rules' sections.
+func GroupNames(groups []Group) []string {
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = string(g)
+	}
+	return out
+}
+
+// Uses returns whether one of groups uses a collection group.
+func Uses(groups []Group) func(collection string) bool {
+	return func(collection string) bool { return slices.Contains(groups, GroupOf(collection)) }
 }

@@ -46,13 +46,20 @@ func (d *Dev) Apply(s string) string {
 // emulator's sign-ins fit its functions), until the test ends.
 func StartDev(t *testing.T, root string, env ...string) *Dev {
 	t.Helper()
+	return StartDevIn(t, root, filepath.Join("scripts", "dev.sh"), nil, env...)
+}
+
+// StartDevIn runs the dev.sh at script (relative to dir) from dir with
+// args, as StartDev does.
+func StartDevIn(t *testing.T, dir, script string, args []string, env ...string) *Dev {
+	t.Helper()
 	if _, err := EmulatorHost(); err != nil {
 		NeedEmulators(t, err)
 	}
 	// A port free when chosen may be taken before dev.sh binds it (it
 	// builds first): then dev.sh exits, and another set of ports is tried.
 	for attempt := 1; ; attempt++ {
-		d, out, err := startDev(t, root, env)
+		d, out, err := startDev(t, dir, append([]string{script}, args...), env)
 		if err == nil {
 			return d
 		}
@@ -67,7 +74,7 @@ func StartDev(t *testing.T, root string, env ...string) *Dev {
 var portTaken = regexp.MustCompile(`(?i)port taken|in use|address already in use|EADDRINUSE|not open on`)
 
 // startDev starts dev.sh once; it returns its output when it did not start.
-func startDev(t *testing.T, root string, env []string) (*Dev, string, error) {
+func startDev(t *testing.T, dir string, command, env []string) (*Dev, string, error) {
 	// Ports below the kernel's ephemeral range (32768 and up on Linux),
 	// where other tests' FreeAddr (port 0) never lands; the Auth emulator
 	// also takes the two ports after its own.
@@ -88,8 +95,8 @@ func startDev(t *testing.T, root string, env []string) (*Dev, string, error) {
 		}
 	}
 	d := &Dev{Ports: map[string]string{"9099": pick(3), "8080": pick(1), "8081": pick(1), "8082": pick(1), "5173": pick(1)}}
-	cmd := exec.Command("bash", filepath.Join("scripts", "dev.sh"))
-	cmd.Dir = root
+	cmd := exec.Command("bash", command...)
+	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "FIRESTORE_PORT="+d.Ports["8080"], "FUNCTIONS_PORT="+d.Ports["8081"], "TRIGGER_PORT="+d.Ports["8082"],
 		"AUTH_PORT="+d.Ports["9099"], "WEB_PORT="+d.Ports["5173"], "PROJECT_ID="+AuthProject(),
 		"FIRESTORE_EMULATOR_HOST=", "FIREBASE_AUTH_EMULATOR_HOST=", "AUTH=", "LOG_LEVEL=warn"), env...)
