@@ -176,7 +176,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	// Instruments queries by shard count, each in a project of its own.
 	for _, shards := range []int{1, 3, 64} {
 		step("instruments: 2,000 documents, %d shard value(s)", shards)
-		db, err := firestoredb.Open(ctx, fmt.Sprintf("%s-i%d", f.project, shards), os.Getenv("FIRESTORE_EMULATOR_HOST"))
+		db, err := firestoredb.Open(ctx, fmt.Sprintf("%s-i%d", f.project, shards), firestoredb.DefaultDatabase, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 		if err != nil {
 			return err
 		}

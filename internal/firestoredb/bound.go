@@ -39,7 +39,7 @@ func (p *incrementCommit) checkBound(ctx context.Context) error {
 	kv, ok := s.known.Get(id)
 	if !ok || kv.near || !s.now().Before(kv.expires) {
 		start := s.now()
-		sum, _, err := s.Sum(ctx, id)
+		sum, _, err := s.sum(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func (p *incrementCommit) checkBound(ctx context.Context) error {
 // noteKnown adds a committed change to the known value of counter id; a
 // shard found near the bound (written outside the functions) makes every
 // later commit sum first.
-func (s *Counters) noteKnown(id string, net, shardValue int64) {
+func (s *Increments) noteKnown(id string, net, shardValue int64) {
 	kv, ok := s.known.Get(id)
 	if !ok {
 		return

@@ -1,7 +1,12 @@
 // Package firestoredb is the project's only access to Firestore: opening
 // clients for production or the emulator, one-round-trip commits that are
-// never retried blindly, SUM aggregations with their read time, and the
-// stores of counters and instruments built on them.
+// never retried blindly, reads and queries at a read time, SUM and COUNT
+// aggregations with their read time, and the stores of counters and
+// instruments built on them.
+//
+// The counters store talks to Firestore through one narrow interface,
+// Firestore (api.go), so the same code runs on the model the simulation
+// uses (internal/fsmodel).
 //
 // Every error it returns is classified (internal/errs): a failure a retry
 // can fix is UNAVAILABLE with a Retry-After, NOT_FOUND and ALREADY_EXISTS
@@ -17,10 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -32,32 +35,36 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 )
 
-// DB holds the Firestore clients of one process.
+// DB holds the Firestore access of one process.
 type DB struct {
-	// client is the high-level client, for reads and queries.
+	api Firestore
+	// client builds queries and document names, and serves the
+	// instruments example's queries.
 	client *firestore.Client
-	// raw is the generated client, for commits (one round trip, retries
-	// under our control) and aggregations (with their read time).
-	raw *vkit.Client
-	// database is "projects/P/databases/(default)".
+	// database is "projects/P/databases/D".
 	database string
+	closers  []func() error
 
 	statsMu sync.Mutex
 	stats   map[string]*Ops
 }
 
-// Open connects to Firestore. projectID may be empty to detect it from the
-// runtime credentials. With emulatorHost set (FIRESTORE_EMULATOR_HOST), both
-// clients talk to the emulator as an owner, bypassing security rules.
-func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
+// DefaultDatabase is Firestore's (default) database.
+const DefaultDatabase = "(default)"
+
+// Open connects to database (DefaultDatabase, or a named one) of Firestore.
+// projectID may be empty to detect it from the runtime credentials. With
+// emulatorHost set (FIRESTORE_EMULATOR_HOST), both clients talk to the
+// emulator as an owner, bypassing security rules.
+func Open(ctx context.Context, projectID, database, emulatorHost string) (*DB, error) {
 	if projectID == "" {
 		projectID = firestore.DetectProjectID
 	}
@@ -73,7 +80,7 @@ func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
 		}
 		opts = []option.ClientOption{option.WithGRPCConn(conn), option.WithoutAuthentication()}
 	}
-	client, err := firestore.NewClient(ctx, projectID, opts...)
+	client, err := firestore.NewClientWithDatabase(ctx, projectID, database, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("firestoredb: open client: %w", err)
 	}
@@ -82,7 +89,31 @@ func Open(ctx context.Context, projectID, emulatorHost string) (*DB, error) {
 		client.Close()
 		return nil, fmt.Errorf("firestoredb: open raw client: %w", err)
 	}
-	return &DB{client: client, raw: raw, database: dbPath(client.Collection("_").Path), stats: map[string]*Ops{}}, nil
+	db := newDB(client, func(database string) Firestore { return grpcFirestore{raw: raw, database: database} })
+	db.closers = []func() error{client.Close, raw.Close}
+	return db, nil
+}
+
+// OnAPI returns a DB of database of projectID served by api, with no
+// network: the simulation's, on the model of internal/fsmodel.
+func OnAPI(api Firestore, projectID, database string) (*DB, error) {
+	// A client that never dials: it only builds queries and names.
+	conn, err := grpc.NewClient("passthrough:///unused", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	client, err := firestore.NewClientWithDatabase(context.Background(), projectID, database, option.WithGRPCConn(conn), option.WithoutAuthentication())
+	if err != nil {
+		return nil, err
+	}
+	db := newDB(client, func(string) Firestore { return api })
+	db.closers = []func() error{client.Close}
+	return db, nil
+}
+
+func newDB(client *firestore.Client, api func(database string) Firestore) *DB {
+	database := dbPath(client.Collection("_").Path)
+	return &DB{api: api(database), client: client, database: database, stats: map[string]*Ops{}}
 }
 
 // ProjectID returns the project the clients work in.
@@ -92,10 +123,20 @@ func (db *DB) ProjectID() string {
 	return p
 }
 
-// Close releases both clients.
+// Database returns the database's id.
+func (db *DB) Database() string { return db.database[strings.LastIndex(db.database, "/")+1:] }
+
+// Close releases the clients.
 func (db *DB) Close() error {
-	return errors.Join(db.client.Close(), db.raw.Close())
+	var errList []error
+	for _, c := range db.closers {
+		errList = append(errList, c())
+	}
+	return errors.Join(errList...)
 }
+
+// name returns the full name of the document at path ("counters/c1").
+func (db *DB) name(path string) string { return db.database + "/documents/" + path }
 
 // reconnect caps gRPC's reconnection backoff at 5 s (its default grows to
 // 120 s): after Firestore comes back, a function serves again within
@@ -129,8 +170,7 @@ var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
 func (db *DB) commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitResponse, error) {
 	ops := db.ops(ctx)
 	ops.Commits.Add(1)
-	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", db.database)
-	resp, err := db.raw.Commit(ctx, &pb.CommitRequest{Database: db.database, Writes: writes}, noRetry)
+	resp, err := db.api.Commit(ctx, &pb.CommitRequest{Database: db.database, Writes: writes})
 	if err != nil {
 		ops.FailedCommits.Add(1)
 		return nil, err
@@ -139,32 +179,95 @@ func (db *DB) commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitRespon
 	return resp, nil
 }
 
-// get reads one document; a missing one is a codes.NotFound error.
-func (db *DB) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	db.read(ctx, 1)
-	return ref.Get(ctx)
+// getAt reads documents by name in one round trip, at readTime (zero:
+// now), in the order of names; a missing one is nil. It returns the read
+// time. Firestore bills each one as a read.
+func (db *DB) getAt(ctx context.Context, names []string, readTime time.Time) ([]*pb.Document, time.Time, error) {
+	db.read(ctx, len(names))
+	req := &pb.BatchGetDocumentsRequest{Database: db.database, Documents: names}
+	if !readTime.IsZero() {
+		req.ConsistencySelector = &pb.BatchGetDocumentsRequest_ReadTime{ReadTime: timestamppb.New(readTime)}
+	}
+	resps, err := db.api.BatchGetDocuments(ctx, req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	byName := map[string]*pb.Document{}
+	var at time.Time
+	for _, r := range resps {
+		if d := r.GetFound(); d != nil {
+			byName[d.GetName()] = d
+		}
+		if t := r.GetReadTime(); t != nil && (at.IsZero() || t.AsTime().Before(at)) {
+			at = t.AsTime()
+		}
+	}
+	out := make([]*pb.Document, len(names))
+	for i, n := range names {
+		out[i] = byName[n]
+	}
+	return out, at, nil
 }
 
-// getAll reads documents in one round trip; missing ones have
-// Exists() false. Firestore bills each one as a read.
-func (db *DB) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-	db.read(ctx, len(refs))
-	return db.client.GetAll(ctx, refs)
+// get reads one document now; nil when it does not exist.
+func (db *DB) get(ctx context.Context, name string) (*pb.Document, error) {
+	docs, _, err := db.getAt(ctx, []string{name}, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	return docs[0], nil
 }
 
-// queryAll runs a query and counts the documents it returns (Firestore
-// bills at least one read per query).
-func (db *DB) queryAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+// query runs a query and counts the documents it returns (Firestore bills
+// at least one read per query).
+func (db *DB) query(ctx context.Context, q firestore.Query) ([]*pb.Document, error) {
+	req, err := runQueryRequest(q)
+	if err != nil {
+		return nil, err
+	}
+	resps, err := db.api.RunQuery(ctx, req)
+	var docs []*pb.Document
+	for _, r := range resps {
+		if d := r.GetDocument(); d != nil {
+			docs = append(docs, d)
+		}
+	}
+	db.read(ctx, max(1, len(docs)))
+	return docs, err
+}
+
+// snapshots runs a query through the high-level client, which the
+// instruments example's sharded timestamps page with; the counters store
+// queries through Firestore (query).
+func (db *DB) snapshots(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
 	docs, err := q.Documents(ctx).GetAll()
 	db.read(ctx, max(1, len(docs)))
 	return docs, err
 }
 
-// sum returns the sums of integer fields over every document of coll, in
-// fields' order, and the read time of the snapshot: every write committed
-// at or before it is included, none after. Documents without a field count
-// 0 for it. Firestore bills one read per 1,000 index entries scanned.
-func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...string) ([]int64, time.Time, error) {
+// runQueryRequest is the request q sends.
+func runQueryRequest(q firestore.Query) (*pb.RunQueryRequest, error) {
+	b, err := q.Serialize()
+	if err != nil {
+		return nil, err
+	}
+	var req pb.RunQueryRequest
+	return &req, proto.Unmarshal(b, &req)
+}
+
+// collections lists the ids of the collections under the document name.
+func (db *DB) collections(ctx context.Context, name string) ([]string, error) {
+	db.read(ctx, 1)
+	return db.api.ListCollectionIds(ctx, &pb.ListCollectionIdsRequest{Parent: name})
+}
+
+// sum returns the sums of integer fields over every document of the
+// collection path (e.g. "counters/c1/shards"), in fields' order, and the
+// read time of the snapshot: every write committed at or before it is
+// included, none after. A query with several aggregations counts only the
+// documents that hold every field aggregated. Firestore bills one read per
+// 1,000 index entries scanned.
+func (db *DB) sum(ctx context.Context, collection string, fields ...string) ([]int64, time.Time, error) {
 	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
 	for i, f := range fields {
 		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
@@ -174,7 +277,7 @@ func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...
 			},
 		}
 	}
-	result, readTime, err := db.aggregate(ctx, coll, aggs, time.Time{})
+	result, readTime, err := db.aggregate(ctx, collection, aggs, time.Time{})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -183,40 +286,42 @@ func (db *DB) sum(ctx context.Context, coll *firestore.CollectionRef, fields ...
 		n, err := integer(result[fmt.Sprintf("s%d", i)])
 		if err != nil {
 			// Permanent: the same shards sum the same way on a retry.
-			return nil, time.Time{}, errs.Wrap(errs.DataLoss, err, "the %s of %s sum past int64: shards were written outside the functions", fields[i], coll.Path)
+			return nil, time.Time{}, errs.Wrap(errs.DataLoss, err, "the %s of %s sum past int64: shards were written outside the functions", fields[i], collection)
 		}
 		out[i] = n
 	}
 	return out, readTime, nil
 }
 
-// count returns how many documents coll holds at read time at (a recent
-// one: Firestore keeps an hour of versions).
-func (db *DB) count(ctx context.Context, coll *firestore.CollectionRef, at time.Time) (int64, error) {
+// count returns how many documents the collection path holds at read time
+// at (zero: now), and the read time (Firestore keeps an hour of versions).
+func (db *DB) count(ctx context.Context, collection string, at time.Time) (int64, time.Time, error) {
 	aggs := []*pb.StructuredAggregationQuery_Aggregation{{Alias: "n",
 		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}}
-	result, _, err := db.aggregate(ctx, coll, aggs, at)
+	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
-	return integer(result["n"])
+	n, err := integer(result["n"])
+	return n, readTime, err
 }
 
-// aggregate runs aggregations over every document of coll, at read time at
-// (zero: now), and returns their results by alias and the read time.
-func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
+// aggregate runs aggregations over every document of the collection path,
+// at read time at (zero: now), and returns their results by alias and the
+// read time.
+func (db *DB) aggregate(ctx context.Context, collection string, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
 	db.ops(ctx).Aggregations.Add(1)
 	ledger.Read(ctx, 1)
-	parent := db.database + "/documents"
-	if coll.Parent != nil {
-		parent = coll.Parent.Path
+	parent, id := db.database+"/documents", collection
+	if i := strings.LastIndex(collection, "/"); i >= 0 {
+		parent, id = db.name(collection[:i]), collection[i+1:]
 	}
 	req := &pb.RunAggregationQueryRequest{
 		Parent: parent,
 		QueryType: &pb.RunAggregationQueryRequest_StructuredAggregationQuery{
 			StructuredAggregationQuery: &pb.StructuredAggregationQuery{
 				QueryType: &pb.StructuredAggregationQuery_StructuredQuery{
-					StructuredQuery: &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: coll.ID}}},
+					StructuredQuery: &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}},
 				},
 				Aggregations: aggs,
 			},
@@ -225,8 +330,7 @@ func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs
 	if !at.IsZero() {
 		req.ConsistencySelector = &pb.RunAggregationQueryRequest_ReadTime{ReadTime: timestamppb.New(at)}
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", db.database)
-	stream, err := db.raw.RunAggregationQuery(ctx, req)
+	resps, err := db.api.RunAggregationQuery(ctx, req)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -234,14 +338,7 @@ func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs
 		result   map[string]*pb.Value
 		readTime time.Time
 	)
-	for {
-		res, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, time.Time{}, err
-		}
+	for _, res := range resps {
 		if res.GetResult() != nil {
 			result = res.GetResult().GetAggregateFields()
 		}
@@ -250,7 +347,7 @@ func (db *DB) aggregate(ctx context.Context, coll *firestore.CollectionRef, aggs
 		}
 	}
 	if result == nil || readTime.IsZero() {
-		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate %s: empty response", coll.Path)
+		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate %s: empty response", collection)
 	}
 	return result, readTime, nil
 }
@@ -318,63 +415,4 @@ func classify(err error, what string) error {
 		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore is unavailable or busy; retry shortly")
 	}
 	return fmt.Errorf("firestoredb: %s: %w", what, err)
-}
-
-// Ops counts the Firestore operations made under one label.
-type Ops struct {
-	Commits       atomic.Int64 // commits sent
-	FailedCommits atomic.Int64 // of which failed
-	Writes        atomic.Int64 // writes of the commits that succeeded (billed)
-	Reads         atomic.Int64 // documents read or requested (billed)
-	Aggregations  atomic.Int64 // aggregation queries
-}
-
-// OpCounts is a snapshot of Ops.
-type OpCounts struct {
-	Commits       int64 `json:"commits"`
-	FailedCommits int64 `json:"failed_commits"`
-	Writes        int64 `json:"writes"`
-	Reads         int64 `json:"reads"`
-	Aggregations  int64 `json:"aggregations"`
-}
-
-type labelKey struct{}
-
-// WithLabel returns a context whose Firestore operations are counted under
-// label (e.g. "increment", "rollup").
-func WithLabel(ctx context.Context, label string) context.Context {
-	return context.WithValue(ctx, labelKey{}, label)
-}
-
-func (db *DB) ops(ctx context.Context) *Ops {
-	label, _ := ctx.Value(labelKey{}).(string)
-	if label == "" {
-		label = "other"
-	}
-	db.statsMu.Lock()
-	defer db.statsMu.Unlock()
-	o := db.stats[label]
-	if o == nil {
-		o = &Ops{}
-		db.stats[label] = o
-	}
-	return o
-}
-
-// read counts n documents read under ctx's label, and on the request's
-// ledger.
-func (db *DB) read(ctx context.Context, n int) {
-	db.ops(ctx).Reads.Add(int64(n))
-	ledger.Read(ctx, n)
-}
-
-// Stats returns the operations counted so far, by label.
-func (db *DB) Stats() map[string]OpCounts {
-	db.statsMu.Lock()
-	defer db.statsMu.Unlock()
-	out := make(map[string]OpCounts, len(db.stats))
-	for label, o := range db.stats {
-		out[label] = OpCounts{o.Commits.Load(), o.FailedCommits.Load(), o.Writes.Load(), o.Reads.Load(), o.Aggregations.Load()}
-	}
-	return out
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -18,10 +17,10 @@ import (
 // IdempotencyTTL is how long an idempotency key's record lives.
 const IdempotencyTTL = 24 * time.Hour
 
-// keyRef names a key's record by the SHA-256 of its user and key, so any
+// keyName names a key's record by the SHA-256 of its user and key, so any
 // header value makes a valid document id and users cannot share keys.
-func (s *Counters) keyRef(id, user, key string) *firestore.DocumentRef {
-	return s.ref(id).Collection(KeysCollection).Doc(keyHash(user, key))
+func (b *base) keyName(id, user, key string) string {
+	return b.db.name(underCounter(id, KeysCollection) + "/" + keyHash(user, key))
 }
 
 func keyHash(user, key string) string {
@@ -36,11 +35,20 @@ func keyHash(user, key string) string {
 
 // keyRecord is the stored outcome of a keyed op.
 type keyRecord struct {
-	Delta    int64     `firestore:"delta"`
-	Shard    int       `firestore:"shard"`
-	Member   bool      `firestore:"member"`
-	Changed  bool      `firestore:"changed"`
-	ExpireAt time.Time `firestore:"expire_at"`
+	Delta           int64
+	Shard           int
+	Member, Changed bool
+	ExpireAt        time.Time
+}
+
+func keyRecordOf(pd *pb.Document) (keyRecord, error) {
+	d := docOf(pd)
+	r := keyRecord{Delta: d.integer(fieldDelta), Shard: int(d.integer(fieldShard)), Member: d.boolean(fieldMember),
+		Changed: d.boolean(fieldChanged), ExpireAt: d.time(fieldExpireAt)}
+	if err := d.done(); err != nil {
+		return r, fmt.Errorf("firestoredb: decode %s: %w", pd.GetName(), err)
+	}
+	return r, nil
 }
 
 // dedupe queues every op, except one whose key an earlier op has: that
@@ -79,7 +87,7 @@ func (p *incrementCommit) keyWrites() []*pb.Write {
 		if p.c.Unique {
 			record[fieldMember], record[fieldChanged] = boolValue(o.Member), boolValue(o.Changed)
 		}
-		name := p.s.keyRef(p.c.ID, op.User, op.Key).Path
+		name := p.s.keyName(p.c.ID, op.User, op.Key)
 		if at, ok := p.replace[i]; ok {
 			writes = append(writes, replaceWrite(name, record, at))
 		} else {
@@ -95,35 +103,35 @@ func (p *incrementCommit) keyWrites() []*pb.Write {
 // (a member that changed is read again by the next prepare).
 func (p *incrementCommit) settleUsedKeys(ctx context.Context) error {
 	var keyed []int
-	var refs []*firestore.DocumentRef
+	var names []string
 	for _, i := range p.pending {
 		if op := p.ops[i]; op.Key != "" {
 			keyed = append(keyed, i)
-			refs = append(refs, p.s.keyRef(p.c.ID, op.User, op.Key))
+			names = append(names, p.s.keyName(p.c.ID, op.User, op.Key))
 		}
 	}
-	if len(refs) == 0 {
+	if len(names) == 0 {
 		return nil
 	}
-	snaps, err := p.s.db.getAll(ctx, refs)
+	docs, _, err := p.s.db.getAt(ctx, names, time.Time{})
 	if err != nil {
 		return classify(err, "read idempotency keys of "+p.c.ID)
 	}
 	settled := map[int]bool{}
-	for j, snap := range snaps {
+	for j, d := range docs {
 		i := keyed[j]
-		if !snap.Exists() {
+		if d == nil {
 			delete(p.replace, i) // expired and deleted in between: create it
 			continue
 		}
-		var prev keyRecord
-		if err := snap.DataTo(&prev); err != nil {
-			return fmt.Errorf("firestoredb: decode %s: %w", snap.Ref.Path, err)
+		prev, err := keyRecordOf(d)
+		if err != nil {
+			return err
 		}
 		if prev.ExpireAt.Before(p.s.now()) {
 			// Firestore's TTL deletes within a day of expiry; until then an
 			// expired key is treated as new, replacing the exact version read.
-			p.replace[i] = snap.UpdateTime
+			p.replace[i] = d.GetUpdateTime().AsTime()
 			continue
 		}
 		settled[i] = true

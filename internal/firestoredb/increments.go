@@ -2,7 +2,6 @@ package firestoredb
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -61,16 +60,16 @@ const maxApplyAttempts = 5
 // once or is an error; an UNAVAILABLE error may hide a commit that was
 // applied after all (its answer was lost), which a retry with the same key
 // settles.
-func (s *Counters) Apply(ctx context.Context, id string, ops []IncrementOp) []IncrementResult {
+func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []IncrementResult {
 	results := make([]IncrementResult, len(ops))
-	c, err := s.Info(ctx, id)
+	c, err := s.liveCached(ctx, id)
 	if err != nil {
 		for i := range results {
 			results[i].Err = err
 		}
 		return results
 	}
-	p := &incrementCommit{s: s, c: c, shard: rand.IntN(c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
+	p := &incrementCommit{s: s, c: c, shard: s.intn(c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
 	p.dedupe()
 	for range maxApplyAttempts {
 		if len(p.pending) == 0 {
@@ -107,10 +106,13 @@ func (s *Counters) Apply(ctx context.Context, id string, ops []IncrementOp) []In
 	return results
 }
 
+// Increments apply increments and likes to the shards of counters.
+type Increments struct{ *base }
+
 // incrementCommit is the state of one Apply: the ops still pending and
 // what the next commit will write for them.
 type incrementCommit struct {
-	s       *Counters
+	s       *Increments
 	c       counter.Counter
 	shard   int
 	ops     []IncrementOp
@@ -164,12 +166,11 @@ func (p *incrementCommit) writes() []*pb.Write {
 		p.shardWrite = true
 	}
 	if p.shardWrite {
-		// Always all three fields: see Activity.
-		deltas := map[string]int64{fieldCount: p.net, fieldCommits: 1, fieldSlow: 0}
+		change := shardChange{Count: p.net, Commits: 1}
 		if contended, _ := p.s.contended.Get(p.c.ID); contended {
-			deltas[fieldSlow] = 1
+			change.Slow = 1
 		}
-		writes = append([]*pb.Write{incrementWrite(p.s.shardRef(p.c.ID, p.shard).Path, deltas)}, writes...)
+		writes = append([]*pb.Write{p.s.shardWrite(p.c.ID, p.shard, change)}, writes...)
 	}
 	return append(writes, p.keyWrites()...)
 }
@@ -211,7 +212,7 @@ func transformResult(r *pb.WriteResult, field string, transforms []string) (int6
 
 // noteContention remembers whether the last commit of counter id was slow
 // or refused for contention, so the next commit records it on its shard.
-func (s *Counters) noteContention(id string, took time.Duration, err error) {
+func (s *Increments) noteContention(id string, took time.Duration, err error) {
 	slow := took > s.opts.SlowCommit && s.opts.SlowCommit > 0
 	switch code(err) {
 	case codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded:

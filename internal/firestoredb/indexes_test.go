@@ -28,16 +28,16 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	}
 	db := testenv.DB(t, testenv.NewProjectID("index"))
 	used := map[int]bool{}
-	counters := firestoredb.NewCounters(db, firestoredb.CountersOptions{})
+	store := firestoredb.NewStore(db, firestoredb.Options{})
 	now := time.Now()
 	for name, q := range map[string]firestore.Query{
-		"list one owner's":     counters.ListQuery("uid", false, "", 20),
-		"list one owner's, on": counters.ListQuery("uid", false, "post-1", 20),
-		"list all":             counters.ListQuery("", true, "post-1", 20),
-		"sweep":                counters.SweepQuery("post-1", 300),
-		"history":              counters.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
-		"top of a window":      counters.TopQuery(windows.Hour, windows.Hour.Start(now), 10),
-		"top by total":         counters.TopQuery("", time.Time{}, 10),
+		"list one owner's":     store.Counters.ListQuery("uid", false, "", 20),
+		"list one owner's, on": store.Counters.ListQuery("uid", false, "post-1", 20),
+		"list all":             store.Counters.ListQuery("", true, "post-1", 20),
+		"sweep":                store.Rollups.SweepQuery("post-1", 300),
+		"history":              store.Windows.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
+		"top of a window":      store.Windows.TopQuery(windows.Hour, windows.Hour.Start(now), 10),
+		"top by total":         store.Windows.TopQuery("", time.Time{}, 10),
 	} {
 		shape, err := indexcheck.ShapeOf(q)
 		if err != nil {

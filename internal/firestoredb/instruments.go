@@ -74,7 +74,7 @@ func (s *Instruments) Query(ctx context.Context, field, value string, limit int,
 	errors := make([]error, len(queries))
 	var wg sync.WaitGroup
 	for i, q := range queries {
-		wg.Go(func() { results[i], errors[i] = s.db.queryAll(ctx, q) })
+		wg.Go(func() { results[i], errors[i] = s.db.snapshots(ctx, q) })
 	}
 	wg.Wait()
 	for _, err := range errors {

@@ -3,10 +3,9 @@ package firestoredb
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 
@@ -15,7 +14,7 @@ import (
 )
 
 // A counter's life after its creation: deletion (a tombstone, then a
-// purge of everything under it), reset, and listing.
+// purge of everything under it) and reset.
 //
 // Deleting cannot stop at once the instances that cached the counter
 // (SHARD_COUNT_CACHE): until then they may still write shards, idempotency
@@ -41,51 +40,37 @@ const deleteChunk = 500
 // can while ctx lasts. It returns the tombstone; deleting a deleted counter
 // again only purges more.
 func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
-	for range 5 {
-		c, err := s.Document(ctx, id)
-		if err != nil {
-			return counter.Counter{}, err
+	var tomb counter.Deletion
+	c, resp, err := s.update(ctx, id, true, "delete counter", func(c counter.Counter) ([]*pb.Write, error) {
+		if c.IsDeleted() {
+			return nil, nil
 		}
-		if !c.IsDeleted() {
-			now := s.now()
-			c.Deleted = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
-			// count 0: rankings by total (count > 0) forget it at once.
-			fields := map[string]*pb.Value{fieldDeletedAt: timeValue(c.Deleted.At), fieldPurgeAfter: timeValue(c.Deleted.PurgeAfter), fieldCount: intValue(0)}
-			resp, err := s.db.commit(ctx, updateWrite(s.ref(id).Path, fields, []string{fieldCount, fieldDeletedAt, fieldPurgeAfter}, c.Version))
-			switch code(err) {
-			case codes.OK:
-				c.Version = resp.GetWriteResults()[0].GetUpdateTime().AsTime()
-			case codes.FailedPrecondition:
-				continue // a roll-up wrote in between: read again
-			case codes.NotFound:
-				return counter.Counter{}, notFound(id)
-			default:
-				return counter.Counter{}, classify(err, "delete counter "+id)
-			}
-		}
-		s.forget(id)
-		s.remember(c, s.now())
-		// Half of what is left of the request's time; the rest is purged
-		// later, by reconcile or by a create of the same id.
-		pctx := ctx
-		if d, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			pctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
-			defer cancel()
-		}
-		if _, err := s.purge(pctx, c, false); err != nil && pctx.Err() == nil && !errs.Is(err, errs.Unavailable) {
-			return counter.Counter{}, err
-		}
-		return c, nil
+		now := s.now()
+		tomb = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
+		// count 0: rankings by total (count > 0) forget it at once.
+		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0)}
+		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldCount, fieldDeletedAt, fieldPurgeAfter}, c.Version)}, nil
+	})
+	if err != nil {
+		return counter.Counter{}, err
 	}
-	return counter.Counter{}, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", id)
-}
-
-// forget drops what this instance remembers of counter id.
-func (s *Counters) forget(id string) {
-	s.cached.Remove(id)
-	s.known.Remove(id)
-	s.contended.Remove(id)
+	if resp != nil {
+		c.Deleted, c.Version = tomb, versionOf(resp, 0)
+	}
+	s.forget(id)
+	s.remember(c, s.now())
+	// Half of what is left of the request's time; the rest is purged
+	// later, by reconcile or by a create of the same id.
+	pctx := ctx
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		defer cancel()
+	}
+	if _, err := s.purge(pctx, c, false); err != nil && pctx.Err() == nil && !errs.Is(err, errs.Unavailable) {
+		return counter.Counter{}, err
+	}
+	return c, nil
 }
 
 // Purge continues the purge of deleted counter id: it deletes what is
@@ -94,7 +79,7 @@ func (s *Counters) forget(id string) {
 // good; a counter that is not deleted is left alone (false), and one with
 // no document at all is NOT_FOUND.
 func (s *Counters) Purge(ctx context.Context, id string) (bool, error) {
-	c, err := s.Document(ctx, id)
+	c, err := s.stored(ctx, id)
 	if err != nil || !c.IsDeleted() {
 		return false, err
 	}
@@ -129,19 +114,19 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 	}
 	for _, coll := range colls {
 		for {
-			docs, err := s.db.queryAll(ctx, coll.Select().Limit(deleteChunk))
+			docs, err := s.db.query(ctx, s.db.client.Collection(coll).Select().Limit(deleteChunk))
 			if err != nil {
-				return false, classify(err, "list "+coll.Path)
+				return false, classify(err, "list "+coll)
 			}
 			if len(docs) == 0 {
 				break
 			}
 			writes := make([]*pb.Write, len(docs))
 			for i, d := range docs {
-				writes[i] = &pb.Write{Operation: &pb.Write_Delete{Delete: d.Ref.Path}}
+				writes[i] = &pb.Write{Operation: &pb.Write_Delete{Delete: d.GetName()}}
 			}
 			if _, err := s.db.commit(ctx, writes...); err != nil {
-				return false, classify(err, "purge "+coll.Path)
+				return false, classify(err, "purge "+coll)
 			}
 		}
 	}
@@ -149,7 +134,7 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 		return false, nil // late writes may still land
 	}
 	if dropTombstone {
-		_, err := s.db.commit(ctx, deleteWrite(s.ref(c.ID).Path, c.Version))
+		_, err := s.db.commit(ctx, deleteWrite(s.counterName(c.ID), c.Version))
 		switch code(err) {
 		case codes.OK, codes.NotFound:
 			s.forget(c.ID)
@@ -162,29 +147,25 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 	return true, nil
 }
 
-// subcollections lists the collections under counter id, those of
-// purgeOrder first.
-func (s *Counters) subcollections(ctx context.Context, id string) ([]*firestore.CollectionRef, error) {
-	s.db.read(ctx, 1)
-	all, err := s.ref(id).Collections(ctx).GetAll()
+// subcollections lists the paths of the collections under counter id,
+// those of purgeOrder first.
+func (s *Counters) subcollections(ctx context.Context, id string) ([]string, error) {
+	ids, err := s.db.collections(ctx, s.counterName(id))
 	if err != nil {
 		return nil, classify(err, "list the collections of counter "+id)
 	}
-	byID := map[string]*firestore.CollectionRef{}
-	for _, c := range all {
-		byID[c.ID] = c
-	}
-	var out []*firestore.CollectionRef
-	for _, name := range purgeOrder {
-		if c := byID[name]; c != nil {
-			out = append(out, c)
-			delete(byID, name)
+	slices.SortStableFunc(ids, func(a, b string) int {
+		rank := func(c string) int {
+			if i := slices.Index(purgeOrder, c); i >= 0 {
+				return i
+			}
+			return len(purgeOrder)
 		}
-	}
-	for _, c := range all {
-		if byID[c.ID] != nil {
-			out = append(out, c)
-		}
+		return rank(a) - rank(b)
+	})
+	out := make([]string, len(ids))
+	for i, c := range ids {
+		out[i] = underCounter(id, c)
 	}
 	return out, nil
 }
@@ -194,14 +175,14 @@ func (s *Counters) subcollections(ctx context.Context, id string) ([]*firestore.
 // committed after R count on top and none is lost or counted twice. It
 // returns R. The roll-up follows, like after any increment.
 func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, error) {
-	c, err := s.Info(ctx, id)
+	c, err := s.liveCached(ctx, id)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if c.Unique {
 		return time.Time{}, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
 	}
-	sum, at, err := s.Sum(ctx, id)
+	sum, at, err := s.sum(ctx, id)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -213,46 +194,8 @@ func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, er
 	if delta == 0 {
 		return at, nil
 	}
-	w := incrementWrite(s.shardRef(id, rand.IntN(c.NumShards)).Path, map[string]int64{fieldCount: delta, fieldCommits: 1, fieldSlow: 0})
-	if _, err := s.db.commit(ctx, w); err != nil {
+	if _, err := s.db.commit(ctx, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1})); err != nil {
 		return time.Time{}, classify(err, "reset counter "+id)
 	}
 	return at, nil
-}
-
-// List returns up to limit live counters after the id after, in id order:
-// those of owner, or every counter when all is set. The last id read is
-// the next page's after ("" when there is no next page): tombstones are
-// skipped, so a page may hold fewer than limit.
-func (s *Counters) List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error) {
-	docs, err := s.db.queryAll(ctx, s.ListQuery(owner, all, after, limit))
-	if err != nil {
-		return nil, "", classify(err, "list counters")
-	}
-	var out []counter.Counter
-	for _, d := range docs {
-		c, err := decodeCounter(d)
-		if err != nil || c.IsDeleted() {
-			continue // a corrupt document is DATA_LOSS for its own requests
-		}
-		out = append(out, c)
-	}
-	next := ""
-	if len(docs) == limit {
-		next = docs[len(docs)-1].Ref.ID
-	}
-	return out, next, nil
-}
-
-// ListQuery is List's query, for the index check.
-func (s *Counters) ListQuery(owner string, all bool, after string, limit int) firestore.Query {
-	q := s.db.client.Collection(CountersCollection).Query
-	if !all {
-		q = q.Where(fieldOwner, "==", owner)
-	}
-	q = q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
-	if after != "" {
-		q = q.StartAfter(after)
-	}
-	return q
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/errs"
 )
@@ -25,8 +23,8 @@ type member struct {
 	updated time.Time
 }
 
-func (s *Counters) memberRef(id, uid string) *firestore.DocumentRef {
-	return s.ref(id).Collection(MembersCollection).Doc(uid)
+func (b *base) memberName(id, uid string) string {
+	return b.db.name(underCounter(id, MembersCollection) + "/" + uid)
 }
 
 // ValidateMemberID checks that a uid can name a member document (Firebase
@@ -43,24 +41,21 @@ func ValidateMemberID(uid string) error {
 }
 
 // IsMember reports whether uid is a member of unique counter id.
-func (s *Counters) IsMember(ctx context.Context, id, uid string) (bool, error) {
+func (s *Rollups) IsMember(ctx context.Context, id, uid string) (bool, error) {
 	if ValidateMemberID(uid) != nil {
 		return false, nil
 	}
-	_, err := s.db.get(ctx, s.memberRef(id, uid))
-	switch code(err) {
-	case codes.OK:
-		return true, nil
-	case codes.NotFound:
-		return false, nil
+	d, err := s.db.get(ctx, s.memberName(id, uid))
+	if err != nil {
+		return false, classify(err, "read a member of "+id)
 	}
-	return false, classify(err, "read a member of "+id)
+	return d != nil, nil
 }
 
 // readMembers reads the member documents of the users of the pending ops.
 func (p *incrementCommit) readMembers(ctx context.Context) error {
 	seen := map[string]bool{}
-	var refs []*firestore.DocumentRef
+	var users, names []string
 	for _, i := range p.pending {
 		u := p.ops[i].User
 		if err := ValidateMemberID(u); err != nil {
@@ -68,16 +63,16 @@ func (p *incrementCommit) readMembers(ctx context.Context) error {
 		}
 		if !seen[u] {
 			seen[u] = true
-			refs = append(refs, p.s.memberRef(p.c.ID, u))
+			users, names = append(users, u), append(names, p.s.memberName(p.c.ID, u))
 		}
 	}
-	snaps, err := p.s.db.getAll(ctx, refs)
+	docs, _, err := p.s.db.getAt(ctx, names, time.Time{})
 	if err != nil {
 		return classify(err, "read the members of "+p.c.ID)
 	}
 	p.members = map[string]member{}
-	for _, snap := range snaps {
-		p.members[snap.Ref.ID] = member{exists: snap.Exists(), updated: snap.UpdateTime}
+	for i, d := range docs {
+		p.members[users[i]] = member{exists: d != nil, updated: d.GetUpdateTime().AsTime()}
 	}
 	return nil
 }
@@ -117,7 +112,7 @@ func (p *incrementCommit) memberWrites() []*pb.Write {
 	var writes []*pb.Write
 	for _, u := range slices.Sorted(maps.Keys(state)) {
 		m := p.members[u]
-		switch name := p.s.memberRef(p.c.ID, u).Path; {
+		switch name := p.s.memberName(p.c.ID, u); {
 		case state[u] && !m.exists:
 			w := createWrite(name, map[string]*pb.Value{})
 			w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldJoinedAt)}
@@ -131,7 +126,7 @@ func (p *incrementCommit) memberWrites() []*pb.Write {
 
 // MemberCount returns how many members unique counter id had at read time
 // at: one COUNT aggregation (one billed read per 1,000 members).
-func (s *Counters) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
-	n, err := s.db.count(ctx, s.ref(id).Collection(MembersCollection), at)
+func (s *Rollups) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
+	n, _, err := s.db.count(ctx, underCounter(id, MembersCollection), at)
 	return n, classify(err, "count the members of "+id)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 
@@ -22,29 +21,27 @@ import (
 // FAILED_PRECONDITION until merge_until; after it, Reshard finishes that
 // merge itself and goes on.
 func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, err error) {
-	for range 5 {
-		c, err := s.Read(ctx, id)
-		if err != nil {
-			return counter.Counter{}, counter.Counter{}, err
-		}
+	var next counter.Counter
+	c, resp, err := s.update(ctx, id, false, "reshard", func(c counter.Counter) ([]*pb.Write, error) {
 		if c.Reshard.Merging() {
 			if wait := c.Reshard.MergeUntil.Sub(s.now()); wait > 0 {
-				return c, c, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: wait + time.Second,
+				return nil, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: wait + time.Second,
 					Message: fmt.Sprintf("num_shards cannot change while counter %q merges the shards of its shrink from %d to %d (until about %s)",
 						id, c.Reshard.From, c.Reshard.To, c.Reshard.MergeUntil.UTC().Format(time.RFC3339))}
 			}
 			// No instance can write to the old shards any more: the last
 			// merge, then the new shard count (which records it merged).
-			if _, err := s.MergeShards(ctx, id, c.Reshard.To, c.Reshard.From); err != nil {
-				return c, c, err
+			if _, err := s.mergeShards(ctx, id, c.Reshard.To, c.Reshard.From); err != nil {
+				return nil, err
 			}
 			c.Reshard.MergedAt = s.now()
 		}
 		if c.NumShards == n {
-			return c, c, nil
+			next = c
+			return nil, nil
 		}
-		next := c
 		now := s.now()
+		next = c
 		next.NumShards = n
 		next.Reshard = counter.Reshard{From: c.NumShards, To: n, At: now, Reason: reason}
 		if n < c.NumShards {
@@ -53,36 +50,39 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 			next.Reshard.MergedAt = now // nothing to merge
 		}
 		fields := map[string]*pb.Value{fieldNumShards: intValue(int64(n)), fieldReshard: reshardValue(next.Reshard)}
-		resp, err := s.db.commit(ctx, updateWrite(s.ref(id).Path, fields, []string{fieldNumShards, fieldReshard}, c.Version))
-		switch code(err) {
-		case codes.OK:
-			next.Version = resp.GetWriteResults()[0].GetUpdateTime().AsTime()
-			s.remember(next, now)
-			return c, next, nil
-		case codes.FailedPrecondition:
-			continue // a roll-up wrote in between: read again
-		case codes.NotFound:
-			return counter.Counter{}, counter.Counter{}, notFound(id)
-		}
-		return counter.Counter{}, counter.Counter{}, classify(err, "reshard "+id)
+		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldNumShards, fieldReshard}, c.Version)}, nil
+	})
+	if err != nil {
+		return c, c, err
 	}
-	return counter.Counter{}, counter.Counter{}, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", id)
+	if resp == nil {
+		return next, next, nil // the count it has (a finished merge is recorded by the next reshard or roll-up)
+	}
+	next.Version = versionOf(resp, 0)
+	s.remember(next, s.now())
+	return c, next, nil
+}
+
+// MergeShards moves shards to..from-1 of counter id into shards k mod to
+// (see Rollups.MergeShards).
+func (s *Counters) MergeShards(ctx context.Context, id string, to, from int) (int, error) {
+	return s.mergeShards(ctx, id, to, from)
 }
 
 // mergeChunk bounds the shards merged in one commit: a delete each, plus
 // one increment per target shard, within Firestore's 500 writes.
 const mergeChunk = 200
 
-// MergeShards moves shards to..from-1 of counter id into shards k mod to:
+// mergeShards moves shards to..from-1 of counter id into shards k mod to:
 // each one's count (and commit counters) is added to its target and it is
 // deleted, in one commit, if it did not change since it was read. Strong
 // reads stay exact throughout. It returns how many shards it merged.
-func (s *Counters) MergeShards(ctx context.Context, id string, to, from int) (int, error) {
+func (b *base) mergeShards(ctx context.Context, id string, to, from int) (int, error) {
 	merged := 0
 	for lo := to; lo < from; lo += mergeChunk {
 		hi := min(lo+mergeChunk, from)
 		for attempt := 0; ; attempt++ {
-			n, err := s.mergeRange(ctx, id, to, lo, hi)
+			n, err := b.mergeRange(ctx, id, to, lo, hi)
 			if err == nil {
 				merged += n
 				break
@@ -97,79 +97,77 @@ func (s *Counters) MergeShards(ctx context.Context, id string, to, from int) (in
 	return merged, nil
 }
 
-// shardDoc is a shard's stored form.
-type shardDoc struct {
-	Count   int64 `firestore:"count"`
-	Commits int64 `firestore:"commits"`
-	Slow    int64 `firestore:"slow"`
+// shardOf decodes a shard (zero when it does not exist).
+func shardOf(pd *pb.Document) (shardChange, error) {
+	if pd == nil {
+		return shardChange{}, nil
+	}
+	d := docOf(pd)
+	c := shardChange{Count: d.integer(fieldCount), Commits: d.integer(fieldCommits), Slow: d.integer(fieldSlow)}
+	if err := d.done(); err != nil {
+		return c, errs.Wrap(errs.DataLoss, err, "%s is malformed", pd.GetName())
+	}
+	return c, nil
 }
 
 // mergeRange merges shards lo..hi-1 into their targets in one commit. The
 // sums are checked: a merge that would pass int64 (shards written outside
 // the functions) is DATA_LOSS and changes nothing, where Firestore's
 // increment would saturate silently.
-func (s *Counters) mergeRange(ctx context.Context, id string, to, lo, hi int) (int, error) {
-	refs := make([]*firestore.DocumentRef, 0, hi-lo+to)
+func (b *base) mergeRange(ctx context.Context, id string, to, lo, hi int) (int, error) {
+	names := make([]string, 0, hi-lo+to)
 	for k := lo; k < hi; k++ {
-		refs = append(refs, s.shardRef(id, k))
+		names = append(names, b.shardName(id, k))
 	}
-	targetAt := map[int]int{} // target shard -> its index in refs
+	targetAt := map[int]int{} // target shard -> its index in names
 	for k := lo; k < hi; k++ {
 		if t := counter.MergeTarget(k, to); targetAt[t] == 0 {
-			targetAt[t] = len(refs)
-			refs = append(refs, s.shardRef(id, t))
+			targetAt[t] = len(names)
+			names = append(names, b.shardName(id, t))
 		}
 	}
-	snaps, err := s.db.getAll(ctx, refs)
+	docs, _, err := b.db.getAt(ctx, names, time.Time{})
 	if err != nil {
 		return 0, err
 	}
-	decode := func(snap *firestore.DocumentSnapshot) (shardDoc, error) {
-		var d shardDoc
-		if !snap.Exists() {
-			return d, nil
-		}
-		if err := snap.DataTo(&d); err != nil {
-			return d, errs.Wrap(errs.DataLoss, err, "%s is malformed", snap.Ref.Path)
-		}
-		return d, nil
-	}
 	var writes []*pb.Write
-	targets := map[int]map[string]int64{}
+	targets := map[int]shardChange{}
 	values := map[int]int64{} // each target's count after the merge
-	for i, snap := range snaps[:hi-lo] {
-		if !snap.Exists() {
+	for i, d := range docs[:hi-lo] {
+		if d == nil {
 			continue
 		}
-		shard, err := decode(snap)
+		shard, err := shardOf(d)
 		if err != nil {
 			return 0, err
 		}
 		t := counter.MergeTarget(lo+i, to)
-		if targets[t] == nil {
-			target, err := decode(snaps[targetAt[t]])
+		if _, ok := targets[t]; !ok {
+			target, err := shardOf(docs[targetAt[t]])
 			if err != nil {
 				return 0, err
 			}
-			targets[t], values[t] = map[string]int64{}, target.Count
+			targets[t], values[t] = shardChange{}, target.Count
 		}
 		v, ok := counter.Add(values[t], shard.Count)
 		if !ok {
 			return 0, errs.New(errs.DataLoss, "merging shard %d of counter %q into shard %d would pass int64: its shards were written outside the functions", lo+i, id, t)
 		}
 		values[t] = v
-		targets[t][fieldCount] += shard.Count
-		targets[t][fieldCommits] += shard.Commits
-		targets[t][fieldSlow] += shard.Slow
-		writes = append(writes, deleteWrite(snap.Ref.Path, snap.UpdateTime))
+		sum := targets[t]
+		sum.Count += shard.Count
+		sum.Commits += shard.Commits
+		sum.Slow += shard.Slow
+		targets[t] = sum
+		writes = append(writes, deleteWrite(d.GetName(), d.GetUpdateTime().AsTime()))
 	}
 	if len(writes) == 0 {
 		return 0, nil
 	}
 	for _, t := range slices.Sorted(maps.Keys(targets)) {
-		writes = append(writes, incrementWrite(s.shardRef(id, t).Path, targets[t]))
+		writes = append(writes, b.shardWrite(id, t, targets[t]))
 	}
-	if _, err := s.db.commit(ctx, writes...); err != nil {
+	if _, err := b.db.commit(ctx, writes...); err != nil {
 		return 0, err
 	}
 	return len(writes) - len(targets), nil

@@ -3,7 +3,6 @@ package firestoredb
 import (
 	"context"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -23,7 +22,7 @@ import (
 // bucket take each change exactly once, however often events are
 // delivered. It returns the document's new version; ok is false if the
 // document changed or is gone.
-func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, bool, error) {
+func (s *Rollups) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, bool, error) {
 	c := r.Next
 	fields := map[string]*pb.Value{
 		fieldCount:        intValue(c.Count),
@@ -43,7 +42,7 @@ func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time
 	if !c.ActivityAsOf.IsZero() {
 		fields[fieldActivityAsOf] = timeValue(c.ActivityAsOf)
 	}
-	w := updateWrite(s.ref(c.ID).Path, fields, mask, c.Version)
+	w := updateWrite(s.counterName(c.ID), fields, mask, c.Version)
 	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: fieldRollups,
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(1)}}}
 	writes := []*pb.Write{w}
@@ -51,8 +50,7 @@ func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time
 		writes = append(writes, s.windowWrites(c, r.Change)...)
 	}
 	if r.Correct != 0 {
-		writes = append(writes, incrementWrite(s.shardRef(c.ID, rand.IntN(c.NumShards)).Path,
-			map[string]int64{fieldCount: r.Correct, fieldCommits: 1, fieldSlow: 0}))
+		writes = append(writes, s.shardWrite(c.ID, s.intn(c.NumShards), shardChange{Count: r.Correct, Commits: 1}))
 	}
 	resp, err := s.db.commit(ctx, writes...)
 	switch code(err) {
@@ -70,7 +68,7 @@ func (s *Counters) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time
 // windowWrites adds change to counter c's bucket of each granularity
 // holding c.AsOf, creating it when missing; each bucket also says whether
 // rankings may show it, as its counter does now.
-func (s *Counters) windowWrites(c counter.Counter, change int64) []*pb.Write {
+func (s *Rollups) windowWrites(c counter.Counter, change int64) []*pb.Write {
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
@@ -81,7 +79,7 @@ func (s *Counters) windowWrites(c counter.Counter, change int64) []*pb.Write {
 			fieldExpireAt:    timeValue(s.opts.Windows.ExpireAt(g, start)),
 			fieldRanked:      boolValue(c.Ranked),
 		}
-		w := incrementWrite(s.windowRef(c.ID, g, start).Path, map[string]int64{fieldCount: change})
+		w := incrementWrite(s.windowName(c.ID, g, start), map[string]int64{fieldCount: change})
 		w.GetUpdate().Fields = fields
 		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
 		writes = append(writes, w)

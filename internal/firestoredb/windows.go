@@ -18,14 +18,18 @@ const (
 	fieldStart       = "start"
 )
 
-func (s *Counters) windowRef(id string, g windows.Granularity, start time.Time) *firestore.DocumentRef {
-	return s.ref(id).Collection(WindowsCollection).Doc(windows.DocID(g, start))
+// Windows are the roll-up's buckets read back: a counter's history, and
+// rankings.
+type Windows struct{ *base }
+
+func (b *base) windowName(id string, g windows.Granularity, start time.Time) string {
+	return b.db.name(underCounter(id, WindowsCollection) + "/" + windows.DocID(g, start))
 }
 
 // HistoryQuery is History's query: counter id's buckets of g from first
 // to last.
-func (s *Counters) HistoryQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
-	return s.ref(id).Collection(WindowsCollection).
+func (s *Windows) HistoryQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
+	return s.db.client.Collection(underCounter(id, WindowsCollection)).
 		Where(fieldGranularity, "==", string(g)).
 		Where(fieldStart, ">=", first).Where(fieldStart, "<=", last).
 		OrderBy(fieldStart, firestore.Asc)
@@ -34,19 +38,18 @@ func (s *Counters) HistoryQuery(id string, g windows.Granularity, first, last ti
 // History returns counter id's count in each bucket of g starting at
 // starts (consecutive, oldest first); a bucket never written counts 0.
 // It reads only the buckets that exist: one billed read each.
-func (s *Counters) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error) {
+func (s *Windows) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error) {
 	if len(starts) == 0 {
 		return nil, nil
 	}
-	docs, err := s.db.queryAll(ctx, s.HistoryQuery(id, g, starts[0], starts[len(starts)-1]))
+	docs, err := s.db.query(ctx, s.HistoryQuery(id, g, starts[0], starts[len(starts)-1]))
 	if err != nil {
 		return nil, classify(err, "read the history of "+id)
 	}
 	byStart := map[time.Time]int64{}
-	for _, d := range docs {
-		start, _ := d.Data()[fieldStart].(time.Time)
-		n, _ := d.Data()[fieldCount].(int64)
-		byStart[start.UTC()] = n
+	for _, pd := range docs {
+		d := docOf(pd)
+		byStart[d.time(fieldStart).UTC()] = d.integer(fieldCount)
 	}
 	out := make([]int64, len(starts))
 	for i, st := range starts {
@@ -63,7 +66,7 @@ type Ranked struct {
 
 // TopQuery is Top's query for a window (g, start), or over the counters'
 // totals when g is "": ranked counters only.
-func (s *Counters) TopQuery(g windows.Granularity, start time.Time, limit int) firestore.Query {
+func (s *Windows) TopQuery(g windows.Granularity, start time.Time, limit int) firestore.Query {
 	if g == "" {
 		return s.db.client.Collection(CountersCollection).Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
 			OrderBy(fieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
@@ -76,18 +79,18 @@ func (s *Counters) TopQuery(g windows.Granularity, start time.Time, limit int) f
 // Top returns the ranked counters with the highest positive count in the
 // bucket of g starting at start, or by total when g is "": one indexed
 // query, ties broken by counter id.
-func (s *Counters) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int) ([]Ranked, error) {
-	docs, err := s.db.queryAll(ctx, s.TopQuery(g, start, limit))
+func (s *Windows) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int) ([]Ranked, error) {
+	docs, err := s.db.query(ctx, s.TopQuery(g, start, limit))
 	if err != nil {
 		return nil, classify(err, "rank counters")
 	}
 	out := make([]Ranked, 0, len(docs))
-	for _, d := range docs {
-		r := Ranked{CounterID: d.Ref.ID}
+	for _, pd := range docs {
+		d := docOf(pd)
+		r := Ranked{CounterID: d.id, Count: d.integer(fieldCount)}
 		if g != "" {
-			r.CounterID, _ = d.Data()[fieldCounterID].(string)
+			r.CounterID = d.str(fieldCounterID)
 		}
-		r.Count, _ = d.Data()[fieldCount].(int64)
 		out = append(out, r)
 	}
 	return out, nil

@@ -97,7 +97,7 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 		return 0, nil, err
 	}
 	c.Owner = req.User
-	c, err = a.counters.Create(ctx, c)
+	c, err = a.store.Counters.Create(ctx, c)
 	if err != nil {
 		return 0, nil, err
 	}

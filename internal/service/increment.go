@@ -173,7 +173,7 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	if err := a.allow(ctx, req, ratelimit.Increment, 1); err != nil {
 		return 0, nil, err
 	}
-	c, err := a.counters.Info(ctx, id)
+	c, err := a.store.Counters.LiveCached(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -247,7 +247,7 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 		if err == nil {
 			c, ok := counters[id]
 			if !ok {
-				if c, err = a.counters.Info(ctx, id); err == nil {
+				if c, err = a.store.Counters.LiveCached(ctx, id); err == nil {
 					counters[id] = c
 				}
 			}
@@ -296,5 +296,5 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 func (a *app) commitIncrements(id string, ops []firestoredb.IncrementOp) []firestoredb.IncrementResult {
 	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(context.Background(), "increment"), a.cfg.FirestoreDeadline)
 	defer cancel()
-	return a.counters.Apply(ctx, id, ops)
+	return a.store.Increments.Apply(ctx, id, ops)
 }

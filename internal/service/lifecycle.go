@@ -36,10 +36,10 @@ func (a *app) deleteCounter(ctx context.Context, req *httpapi.Request) (int, any
 	}
 	// A deleted counter's tombstone too: deleting again (a retry whose
 	// answer was lost) answers the same and purges on.
-	if _, err := a.manage(ctx, req, id, a.counters.Document, ratelimit.Delete); err != nil {
+	if _, err := a.manage(ctx, req, id, a.store.Counters.Stored, ratelimit.Delete); err != nil {
 		return 0, nil, err
 	}
-	tomb, err := a.counters.Delete(ctx, id, a.lateWrites())
+	tomb, err := a.store.Counters.Delete(ctx, id, a.lateWrites())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -77,10 +77,10 @@ func (a *app) resetCounter(ctx context.Context, req *httpapi.Request) (int, any,
 			return 0, nil, errs.Invalid("count", "must be between -%d and %d", int64(counter.MaxCount), int64(counter.MaxCount))
 		}
 	}
-	if _, err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reset); err != nil {
+	if _, err := a.manage(ctx, req, id, a.store.Counters.Live, ratelimit.Reset); err != nil {
 		return 0, nil, err
 	}
-	at, err := a.counters.Reset(ctx, id, v)
+	at, err := a.store.Counters.Reset(ctx, id, v)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -154,7 +154,7 @@ func (a *app) listCounters(ctx context.Context, req *httpapi.Request) (int, any,
 	if err := a.allow(ctx, req, ratelimit.List, 1); err != nil {
 		return 0, nil, err
 	}
-	cs, next, err := a.counters.List(ctx, owner, all, after, limit)
+	cs, next, err := a.store.Counters.List(ctx, owner, all, after, limit)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -157,30 +157,30 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 	resp := GetCounterResponse{CounterID: id, Consistency: consistency}
 	var c counter.Counter
 	if consistency == "strong" {
-		if c, err = a.counters.Info(ctx, id); err != nil {
+		if c, err = a.store.Counters.LiveCached(ctx, id); err != nil {
 			return 0, nil, err
 		}
-		total, at, err := a.counters.Sum(ctx, id)
+		total, at, err := a.store.Rollups.Sum(ctx, id)
 		if err != nil {
 			return 0, nil, err
 		}
 		resp.Count, resp.AsOf = total, rfc3339Time(at)
 	} else {
-		if c, err = a.counters.Read(ctx, id); err != nil {
+		if c, err = a.store.Counters.Live(ctx, id); err != nil {
 			return 0, nil, err
 		}
 		resp.Count, resp.AsOf, resp.Reshard = c.Count, rfc3339Time(c.AsOf), reshardStatus(c.Reshard)
 	}
 	resp.NumShards, resp.Unique = c.NumShards, c.Unique
 	if c.Unique && req.User != "" {
-		member, err := a.counters.IsMember(ctx, id, req.User)
+		member, err := a.store.Rollups.IsMember(ctx, id, req.User)
 		if err != nil {
 			return 0, nil, err
 		}
 		resp.Member = &member
 	}
 	if h != nil {
-		counts, err := a.counters.History(ctx, id, h.g, h.starts)
+		counts, err := a.store.Windows.History(ctx, id, h.g, h.starts)
 		if err != nil {
 			return 0, nil, err
 		}

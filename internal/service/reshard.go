@@ -55,7 +55,7 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		return 0, nil, err
 	}
 	n := int(*body.NumShards)
-	c, err := a.manage(ctx, req, id, a.counters.Read, ratelimit.Reshard)
+	c, err := a.manage(ctx, req, id, a.store.Counters.Live, ratelimit.Reshard)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -63,7 +63,7 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		return 0, nil, &errs.Error{Code: errs.PermissionDenied, Field: "num_shards",
 			Message: fmt.Sprintf("num_shards above %d needs an admin: counter %q was created by an end user (USER_MAX_SHARDS)", limit, id)}
 	}
-	before, after, err := a.counters.Reshard(ctx, id, n, a.lateWrites(), "request")
+	before, after, err := a.store.Counters.Reshard(ctx, id, n, a.lateWrites(), "request")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -76,7 +76,7 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		// Merge what exists now; the roll-up (or reconcile, or the next
 		// reshard) merges again once no instance can still write to the
 		// old shards.
-		merged, err := a.counters.MergeShards(ctx, id, after.NumShards, before.NumShards)
+		merged, err := a.store.Counters.MergeShards(ctx, id, after.NumShards, before.NumShards)
 		resp.ShardsMerged = merged
 		if err != nil {
 			log.Warn("the first merge of a shrink failed; the roll-up or reconcile will finish it", "error", err.Error())

@@ -127,7 +127,7 @@ func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *
 			return err
 		}
 	}
-	gone, err := a.counters.Purge(ctx, e.ID)
+	gone, err := a.store.Counters.Purge(ctx, e.ID)
 	if gone && err == nil && e.Deleted {
 		resp.Purged++
 	}
@@ -142,7 +142,7 @@ func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
 func (a *app) sweep(ctx context.Context) (int, any, error) {
 	stop := time.Now().Add(a.cfg.ReconcileBudget)
 	cctx, cancel := a.call(ctx)
-	cur, err := a.counters.LoadReconcileCursor(cctx)
+	cur, err := a.store.Rollups.LoadReconcileCursor(cctx)
 	cancel()
 	if err != nil {
 		return 0, nil, err
@@ -153,7 +153,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 	var resp ReconcileResponse
 	for time.Now().Before(stop) {
 		cctx, cancel := a.call(ctx)
-		page, err := a.counters.SweepPage(cctx, cur.After, sweepPage)
+		page, err := a.store.Rollups.SweepPage(cctx, cur.After, sweepPage)
 		cancel()
 		if err != nil {
 			return 0, nil, err
@@ -192,7 +192,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 			cur.After = page[len(page)-1].ID
 		}
 		cctx, cancel = a.call(ctx)
-		err = a.counters.SaveReconcileCursor(cctx, cur)
+		err = a.store.Rollups.SaveReconcileCursor(cctx, cur)
 		cancel()
 		if err != nil {
 			return 0, nil, err

@@ -53,7 +53,7 @@ type Server struct {
 type app struct {
 	cfg          config.Config
 	db           *firestoredb.DB
-	counters     *firestoredb.Counters
+	store        *firestoredb.Store
 	instruments  *firestoredb.Instruments
 	roller       *rollup.Roller
 	limiter      *ratelimit.Limiter
@@ -226,18 +226,18 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 	if cfg.Auth == config.AuthOff {
 		log.Warn("AUTH=off: every HTTP function accepts anonymous calls; use this for local demos only")
 	}
-	db, err := firestoredb.Open(ctx, cfg.ProjectID, cfg.EmulatorHost)
+	db, err := firestoredb.Open(ctx, cfg.ProjectID, firestoredb.DefaultDatabase, cfg.EmulatorHost)
 	if err != nil {
 		return nil, err
 	}
 	a := &app{
 		cfg: cfg,
 		db:  db,
-		counters: firestoredb.NewCounters(db, firestoredb.CountersOptions{ShardCountCache: cfg.ShardCountCache,
+		store: firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cfg.ShardCountCache,
 			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows}),
 		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
 	}
-	a.roller = rollup.New(a.counters, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
+	a.roller = rollup.New(a.store.Rollups, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
 		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})
 	secret := cfg.PageTokenSecret
 	if secret == "" {

@@ -72,7 +72,7 @@ func (a *app) topCounters(ctx context.Context, req *httpapi.Request) (int, any, 
 	if err := a.allow(ctx, req, ratelimit.Top, 1); err != nil {
 		return 0, nil, err
 	}
-	ranked, err := a.counters.Top(ctx, g, start, limit)
+	ranked, err := a.store.Windows.Top(ctx, g, start, limit)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -41,7 +41,7 @@ func (a *app) updateCounter(ctx context.Context, req *httpapi.Request) (int, any
 	if body.Ranked == nil {
 		return 0, nil, errs.Invalid("ranked", "is required: it is the setting updateCounter changes")
 	}
-	if err := a.counters.SetRanked(ctx, id, *body.Ranked); err != nil {
+	if err := a.store.Counters.SetRanked(ctx, id, *body.Ranked); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, UpdateCounterResponse{CounterID: id, Ranked: *body.Ranked}, nil

@@ -89,7 +89,7 @@ func DB(tb testing.TB, project string) *firestoredb.DB {
 	tb.Helper()
 	host, err := EmulatorHost()
 	NeedEmulators(tb, err)
-	db, err := firestoredb.Open(context.Background(), project, host)
+	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
 	if err != nil {
 		tb.Fatal(err)
 	}
