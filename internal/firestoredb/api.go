@@ -94,3 +94,7 @@ func collect[T any](recv func() (T, error)) ([]T, error) {
 		out = append(out, m)
 	}
 }
+
+// API returns the interface the store talks to Firestore through, for
+// tests that compare it with the model.
+func (db *DB) API() Firestore { return db.api }
