@@ -59,8 +59,12 @@ func increment(old, by *pb.Value) *pb.Value {
 	return by
 }
 
-func intValue(v int64) *pb.Value     { return &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: v}} }
-func doubleValue(v float64) *pb.Value { return &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: v}} }
+func intValue(v int64) *pb.Value {
+	return &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: v}}
+}
+func doubleValue(v float64) *pb.Value {
+	return &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: v}}
+}
 
 // number is a numeric value as a float64.
 func number(v *pb.Value) float64 {
