@@ -34,6 +34,20 @@ func (s *Counters) Stored(ctx context.Context, id string) (counter.Counter, erro
 	return s.stored(ctx, id)
 }
 
+// Strong returns a live counter's document and its exact value now, a
+// SUM over its shards, with the sum's read time.
+func (s *Counters) Strong(ctx context.Context, id string) (counter.Counter, int64, time.Time, error) {
+	c, err := s.liveCached(ctx, id)
+	if err != nil {
+		return counter.Counter{}, 0, time.Time{}, err
+	}
+	total, at, err := s.sum(ctx, id)
+	if err != nil {
+		return counter.Counter{}, 0, time.Time{}, err
+	}
+	return c, total, at, nil
+}
+
 // Create creates counter c.ID with c.NumShards shards, c.Owner, c.Unique,
 // c.Origin and c.Ranked. It writes one document whatever the shard count:
 // shards appear when the first increment lands on them. The id of a

@@ -12,15 +12,17 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
 )
 
 // Reshard sets counter id's shard count to n and returns the counter
 // before and after. Shrinking records until when shards >= n may still be
-// written (now + mergeFor); the caller then merges them (MergeShards). A
-// counter still merging after a shrink refuses another reshard with
-// FAILED_PRECONDITION until merge_until; after it, Reshard finishes that
-// merge itself and goes on.
-func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, err error) {
+// written (now + mergeFor), and merges what exists now (merged says how
+// many); the roll-up, reconcile or the next reshard merges again once no
+// instance can still write to them. A counter still merging after a
+// shrink refuses another reshard with FAILED_PRECONDITION until
+// merge_until; after it, Reshard finishes that merge itself and goes on.
+func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error) {
 	var next counter.Counter
 	c, resp, err := s.update(ctx, id, false, "reshard", func(c counter.Counter) ([]*pb.Write, error) {
 		if c.Reshard.Merging() {
@@ -53,14 +55,20 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldNumShards, fieldReshard}, c.Version)}, nil
 	})
 	if err != nil {
-		return c, c, err
+		return c, c, 0, err
 	}
 	if resp == nil {
-		return next, next, nil // the count it has (a finished merge is recorded by the next reshard or roll-up)
+		return next, next, 0, nil // the count it has (a finished merge is recorded by the next reshard or roll-up)
 	}
 	next.Version = versionOf(resp, 0)
 	s.remember(next, s.now())
-	return c, next, nil
+	if n < c.NumShards {
+		merged, err = s.mergeShards(ctx, id, n, c.NumShards)
+		if err != nil {
+			logging.FromContext(ctx).Warn("the first merge of a shrink failed; the roll-up or reconcile will finish it", "error", err.Error())
+		}
+	}
+	return c, next, merged, nil
 }
 
 // MergeShards moves shards to..from-1 of counter id into shards k mod to

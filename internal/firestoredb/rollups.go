@@ -41,3 +41,8 @@ func (s *Rollups) Activity(ctx context.Context, id string) (commits, slow int64,
 func (s *Rollups) MergeShards(ctx context.Context, id string, to, from int) (int, error) {
 	return s.mergeShards(ctx, id, to, from)
 }
+
+// Purge goes on deleting what is under deleted counter id (Counters.Purge).
+func (s *Rollups) Purge(ctx context.Context, id string) (bool, error) {
+	return (&Counters{s.base}).Purge(ctx, id)
+}

@@ -16,6 +16,24 @@ type Outcome struct {
 	// Drift, on a unique counter, is its member count minus the sum of
 	// its shards before the audit corrected the shards (0: they agreed).
 	Drift int64
+	// Checked is true when the counter was reconciled, Purged when it was
+	// deleted and is now gone for good (Heal).
+	Checked, Purged bool
+}
+
+// Heal is reconcile's work on one counter: Reconcile a live one, or go on
+// purging a deleted one (deleted says the sweep saw it deleted, so it is
+// not read as a live counter first). A counter gone meanwhile is
+// NOT_FOUND.
+func (r *Roller) Heal(ctx context.Context, id string, deleted bool) (Outcome, error) {
+	if !deleted {
+		o, err := r.Reconcile(ctx, id)
+		if !errs.Is(err, errs.NotFound) {
+			return o, err
+		}
+	}
+	gone, err := r.store.Purge(ctx, id)
+	return Outcome{Purged: gone && deleted}, err
 }
 
 // Reconcile recomputes a counter's total and writes it if the stored one
@@ -49,7 +67,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			sums.Count = members
 		}
 		if sums.Count == c.Count && !merged && drift == 0 {
-			return Outcome{}, nil
+			return Outcome{Checked: true}, nil
 		}
 		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
 		if err != nil {
@@ -64,7 +82,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 				log.Warn("reconciled a stale roll-up", "count", sums.Count,
 					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 			}
-			return Outcome{Corrected: sums.Count != c.Count, Drift: drift}, nil
+			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift}, nil
 		}
 	}
 	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,

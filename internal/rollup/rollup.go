@@ -76,6 +76,9 @@ type Store interface {
 	ClaimSlot(ctx context.Context, id string, due time.Time, holder string) (string, error)
 	// MergeShards merges shards to..from-1 into shards k mod to.
 	MergeShards(ctx context.Context, id string, to, from int) (int, error)
+	// Purge goes on deleting what is under a deleted counter, and
+	// reports whether it is gone for good.
+	Purge(ctx context.Context, id string) (bool, error)
 }
 
 // Clock is the roller's time; tests inject a simulated one.

@@ -571,6 +571,9 @@ func (s *simStore) ClaimSlot(ctx context.Context, id string, due time.Time, hold
 
 func (s *simStore) MergeShards(context.Context, string, int, int) (int, error) { return 0, nil }
 
+// Purge: the simulated counter is never deleted.
+func (s *simStore) Purge(context.Context, string) (bool, error) { return false, nil }
+
 func (w *world) randomFault(op string, a *actor, now time.Time) fault {
 	if op == "Sleep" || !now.Before(w.quietAt) || w.rng.Float64() >= w.cfg.pFault {
 		return noFault

@@ -157,14 +157,11 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 	resp := GetCounterResponse{CounterID: id, Consistency: consistency}
 	var c counter.Counter
 	if consistency == "strong" {
-		if c, err = a.store.Counters.LiveCached(ctx, id); err != nil {
+		var at time.Time
+		if c, resp.Count, at, err = a.store.Counters.Strong(ctx, id); err != nil {
 			return 0, nil, err
 		}
-		total, at, err := a.store.Rollups.Sum(ctx, id)
-		if err != nil {
-			return 0, nil, err
-		}
-		resp.Count, resp.AsOf = total, rfc3339Time(at)
+		resp.AsOf = rfc3339Time(at)
 	} else {
 		if c, err = a.store.Counters.Live(ctx, id); err != nil {
 			return 0, nil, err

@@ -63,24 +63,14 @@ func (a *app) reshardCounter(ctx context.Context, req *httpapi.Request) (int, an
 		return 0, nil, &errs.Error{Code: errs.PermissionDenied, Field: "num_shards",
 			Message: fmt.Sprintf("num_shards above %d needs an admin: counter %q was created by an end user (USER_MAX_SHARDS)", limit, id)}
 	}
-	before, after, err := a.store.Counters.Reshard(ctx, id, n, a.lateWrites(), "request")
+	before, after, merged, err := a.store.Counters.Reshard(ctx, id, n, a.lateWrites(), "request")
 	if err != nil {
 		return 0, nil, err
 	}
-	resp := ReshardCounterResponse{CounterID: id, NumShards: after.NumShards, PreviousNumShards: before.NumShards, MergeUntil: rfc3339Time(after.Reshard.MergeUntil)}
-	log := logging.FromContext(ctx)
 	if after.NumShards != before.NumShards {
-		log.Info("resharded", "from", before.NumShards, "to", after.NumShards)
+		logging.FromContext(ctx).Info("resharded", "from", before.NumShards, "to", after.NumShards)
 	}
-	if after.NumShards < before.NumShards {
-		// Merge what exists now; the roll-up (or reconcile, or the next
-		// reshard) merges again once no instance can still write to the
-		// old shards.
-		merged, err := a.store.Counters.MergeShards(ctx, id, after.NumShards, before.NumShards)
-		resp.ShardsMerged = merged
-		if err != nil {
-			log.Warn("the first merge of a shrink failed; the roll-up or reconcile will finish it", "error", err.Error())
-		}
-	}
+	resp := ReshardCounterResponse{CounterID: id, NumShards: after.NumShards, PreviousNumShards: before.NumShards,
+		MergeUntil: rfc3339Time(after.Reshard.MergeUntil), ShardsMerged: merged}
 	return http.StatusOK, resp, nil
 }

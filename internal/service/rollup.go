@@ -73,6 +73,12 @@ type ReconcileResponse struct {
 
 // add counts one counter's outcome.
 func (r *ReconcileResponse) add(o rollup.Outcome) {
+	if o.Purged {
+		r.Purged++
+	}
+	if !o.Checked {
+		return
+	}
 	r.Checked++
 	if o.Corrected {
 		r.Corrected++
@@ -118,18 +124,9 @@ func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int,
 func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *ReconcileResponse) error {
 	ctx, cancel := a.call(ctx)
 	defer cancel()
-	if !e.Deleted {
-		o, err := a.roller.Reconcile(ctx, e.ID)
-		if err == nil {
-			resp.add(o)
-		}
-		if !errs.Is(err, errs.NotFound) {
-			return err
-		}
-	}
-	gone, err := a.store.Counters.Purge(ctx, e.ID)
-	if gone && err == nil && e.Deleted {
-		resp.Purged++
+	o, err := a.roller.Heal(ctx, e.ID, e.Deleted)
+	if err == nil {
+		resp.add(o)
 	}
 	return err
 }
