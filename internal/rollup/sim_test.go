@@ -1,11 +1,12 @@
 package rollup
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/simsched"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -74,14 +77,7 @@ func randomConfig(rng *rand.Rand) simConfig {
 }
 
 func TestSimulation(t *testing.T) {
-	seeds := make([]uint64, 0, *simsFlag)
-	if *seedFlag != 0 {
-		seeds = append(seeds, *seedFlag)
-	} else {
-		for i := range *simsFlag {
-			seeds = append(seeds, uint64(i+1))
-		}
-	}
+	seeds := simsched.Seeds(*seedFlag, *simsFlag)
 	failures := 0
 	for _, seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -121,12 +117,12 @@ func TestNamedScenarios(t *testing.T) {
 		w.write(1500*time.Millisecond, 1, 7)
 		w.deliver(0, 150*time.Millisecond, 0)
 		w.deliver(1, 1550*time.Millisecond, 1)
-		w.fault = func(op string, _ *actor, now time.Time) fault {
-			if op == "Sum" && now.After(epoch.Add(2*time.Second)) && !w.faulted {
+		w.fault = func(_ *simsched.Actor, c *simsched.Call) simsched.Fault {
+			if c.What == "Sum" && w.now().After(epoch.Add(2*time.Second)) && !w.faulted {
 				w.faulted = true
-				return failBefore
+				return simsched.FailBefore
 			}
-			return noFault
+			return simsched.NoFault
 		}
 		mustPass(t, w)
 	})
@@ -139,8 +135,8 @@ func TestNamedScenarios(t *testing.T) {
 		w.deliver(0, 150*time.Millisecond, 0)
 		w.deliver(1, 1550*time.Millisecond, 0)
 		w.at(1900*time.Millisecond, func() {
-			for _, a := range w.actors {
-				a.cancelNow()
+			for _, a := range w.s.Actors() {
+				a.Cancel()
 			}
 		})
 		mustPass(t, w)
@@ -156,8 +152,8 @@ func TestNamedScenarios(t *testing.T) {
 		w.deliver(0, 150*time.Millisecond, 0)
 		w.deliver(1, 650*time.Millisecond, 1)
 		w.reconcileAt(500*time.Millisecond, 1)
-		w.latency = func(op string, a *actor) time.Duration {
-			if a.kind == "reconcile" && op == "WriteRollup" {
+		w.latency = func(a *simsched.Actor, c *simsched.Call) time.Duration {
+			if a.Tag == "reconcile" && c.What == "WriteRollup" {
 				return 200 * time.Millisecond
 			}
 			return 5 * time.Millisecond
@@ -170,7 +166,7 @@ func TestNamedScenarios(t *testing.T) {
 // 5 ms per store call; the test adds writes and deliveries.
 func scripted() *world {
 	w := newWorld(rand.New(rand.NewPCG(1, 2)), simConfig{instances: 2})
-	w.latency = func(string, *actor) time.Duration { return 5 * time.Millisecond }
+	w.latency = func(*simsched.Actor, *simsched.Call) time.Duration { return 5 * time.Millisecond }
 	w.tracing = testing.Verbose()
 	return w
 }
@@ -191,7 +187,8 @@ func mustPass(t *testing.T, w *world) {
 type world struct {
 	rng *rand.Rand
 	cfg simConfig
-	now time.Time
+	s   *simsched.Scheduler
+	ctx context.Context // the actors' parent: logs go nowhere
 
 	// Firestore.
 	doc       counter.Counter
@@ -203,15 +200,9 @@ type world struct {
 
 	// Eventarc and the instances.
 	rollers  []*Roller
-	clocks   []*simClock
 	events   []simEvent // one per shard write
-	actors   map[int]*actor
-	nextID   int
-	queue    timeline
-	seq      int
-	msgs     chan msg
-	quietAt  time.Time // no faults, cancellations or new work after this
-	deadline time.Time // the schedule must be over by then
+	quietAt  time.Time  // no faults, cancellations or new work after this
+	deadline time.Time  // the schedule must be over by then
 
 	buckets map[time.Time]int64 // minute buckets, by start
 
@@ -222,8 +213,8 @@ type world struct {
 	lastStart         time.Time // the latest start of any delivery or reconcile
 
 	// Scripted scenarios override these.
-	fault   func(op string, a *actor, now time.Time) fault
-	latency func(op string, a *actor) time.Duration
+	fault   func(a *simsched.Actor, c *simsched.Call) simsched.Fault
+	latency func(a *simsched.Actor, c *simsched.Call) time.Duration
 	faulted bool
 
 	problems []string
@@ -233,7 +224,7 @@ type world struct {
 
 func (w *world) tracef(format string, args ...any) {
 	if w.tracing {
-		w.trace = append(w.trace, fmt.Sprintf("%12s ", w.rel(w.now))+fmt.Sprintf(format, args...))
+		w.trace = append(w.trace, fmt.Sprintf("%12s ", w.rel(w.now()))+fmt.Sprintf(format, args...))
 	}
 }
 
@@ -253,19 +244,16 @@ type simEvent struct {
 	attempts  int
 }
 
-type fault int
-
-const (
-	noFault fault = iota
-	failBefore
-	failAfter
-)
-
 func newWorld(rng *rand.Rand, cfg simConfig) *world {
 	w := &world{
-		rng: rng, cfg: cfg, now: epoch,
+		rng: rng, cfg: cfg, s: simsched.New(epoch, rng), ctx: logging.NewContext(context.Background(), quiet),
 		shards: map[int]int64{}, slots: map[time.Time]string{}, buckets: map[time.Time]int64{},
-		actors: map[int]*actor{}, msgs: make(chan msg),
+	}
+	w.s.Latency = func(a *simsched.Actor, c *simsched.Call) time.Duration { return w.latency(a, c) }
+	w.s.Fault = func(a *simsched.Actor, c *simsched.Call) simsched.Fault { return w.fault(a, c) }
+	w.s.FaultError = w.faultError
+	w.s.Trace = func(a *simsched.Actor, c *simsched.Call, err error) {
+		w.tracef("  actor %d (%s) %s -> %v", a.ID, a.Tag, c.What, err)
 	}
 	w.doc = counter.Counter{ID: "c", NumShards: 10, AsOf: epoch, Version: epoch}
 	w.docWrites = []docWrite{{at: epoch, asOf: epoch, by: "create"}}
@@ -274,13 +262,25 @@ func newWorld(rng *rand.Rand, cfg simConfig) *world {
 		if cfg.skew > 0 {
 			skew = time.Duration(rng.Int64N(int64(2*cfg.skew))) - cfg.skew
 		}
-		clock := &simClock{w: w, skew: skew}
-		w.clocks = append(w.clocks, clock)
-		w.rollers = append(w.rollers, New(&simStore{w: w}, Options{Cadence: simCadence, Clock: clock}))
+		w.rollers = append(w.rollers, New(&simStore{w: w}, Options{Cadence: simCadence, Clock: simsched.Clock{S: w.s, Skew: skew}}))
 	}
 	w.fault = w.randomFault
 	w.latency = w.randomLatency
 	return w
+}
+
+func (w *world) now() time.Time { return w.s.Now() }
+
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+// spawn runs fn as an actor of a kind ("event", "reconcile"), whose
+// context may end meanwhile (its instance stops, or its function times
+// out).
+func (w *world) spawn(kind string, fn func(ctx context.Context) error, done func(error)) {
+	a := w.s.Spawn(w.ctx, kind, fn, func(_ *simsched.Actor, err error) { done(err) })
+	if w.now().Before(w.quietAt) && w.rng.Float64() < w.cfg.pCancel {
+		a.CancelAt(w.now().Add(time.Duration(w.rng.IntN(3000)) * time.Millisecond))
+	}
 }
 
 // randomSchedule plans the writes, their deliveries and reconcile runs.
@@ -316,10 +316,10 @@ func (w *world) write(at time.Duration, shard int, delta int64) int {
 	w.at(at, func() {
 		w.shards[shard] += delta
 		w.commits++
-		w.sumAt = append(w.sumAt, sumPoint{w.now, w.total()})
-		w.events[i].writtenAt = w.now
+		w.sumAt = append(w.sumAt, sumPoint{w.now(), w.total()})
+		w.events[i].writtenAt = w.now()
 		w.tracef("write %d: shard %d %+d, total %d", i, shard, delta, w.total())
-		w.lastWrite = w.now
+		w.lastWrite = w.now()
 		w.lastWriteNotified, w.reconcileAfter = false, false
 	})
 	return i
@@ -335,10 +335,10 @@ func (w *world) startDelivery(i, instance int) {
 	if ev.writtenAt.Equal(w.lastWrite) {
 		w.lastWriteNotified = true
 	}
-	w.lastStart = w.now
+	w.lastStart = w.now()
 	w.events[i].attempts++
 	w.tracef("deliver event-%d (written %s) to instance %d, attempt %d", i, w.rel(ev.writtenAt), instance, w.events[i].attempts)
-	w.spawn("event", instance, func(ctx context.Context) error {
+	w.spawn("event", func(ctx context.Context) error {
 		return w.rollers[instance].Include(ctx, Event{ID: ev.id, CounterID: "c", WrittenAt: ev.writtenAt})
 	}, func(err error) {
 		w.tracef("event-%d on instance %d returns %v", i, instance, err)
@@ -346,17 +346,17 @@ func (w *world) startDelivery(i, instance int) {
 		// which it does for every error Settled does not accept.
 		if !Settled(err) {
 			retry := time.Duration(100+w.rng.IntN(1900)) * time.Millisecond
-			w.queue.push(w, w.now.Add(retry), func() { w.startDelivery(i, w.rng.IntN(len(w.rollers))) })
+			w.s.At(w.now().Add(retry), func() { w.startDelivery(i, w.rng.IntN(len(w.rollers))) })
 		}
 	})
 }
 
 func (w *world) reconcileAt(at time.Duration, instance int) {
 	w.at(at, func() {
-		start := w.now
-		w.lastStart = w.now
+		start := w.now()
+		w.lastStart = w.now()
 		w.tracef("reconcile on instance %d", instance)
-		w.spawn("reconcile", instance, func(ctx context.Context) error {
+		w.spawn("reconcile", func(ctx context.Context) error {
 			_, err := w.rollers[instance].Reconcile(ctx, "c")
 			return err
 		}, func(err error) {
@@ -368,7 +368,7 @@ func (w *world) reconcileAt(at time.Duration, instance int) {
 	})
 }
 
-func (w *world) at(offset time.Duration, f func()) { w.queue.push(w, epoch.Add(offset), f) }
+func (w *world) at(offset time.Duration, f func()) { w.s.At(epoch.Add(offset), f) }
 
 func (w *world) total() int64 {
 	var t int64
@@ -380,23 +380,10 @@ func (w *world) total() int64 {
 
 // run plays the schedule until nothing is left to happen, then checks.
 func (w *world) run() []string {
-	var lastPlanned time.Time
-	for _, it := range w.queue {
-		lastPlanned = laterOf(lastPlanned, it.at)
-	}
-	w.quietAt = lastPlanned.Add(time.Second)
+	w.quietAt = w.s.Latest().Add(time.Second)
 	w.deadline = w.quietAt.Add(10 * time.Minute)
-	for w.queue.Len() > 0 {
-		it := heap.Pop(&w.queue).(*item)
-		if it.at.After(w.deadline) {
-			w.problems = append(w.problems, fmt.Sprintf("still busy %s after the last planned work", w.deadline.Sub(w.quietAt)))
-			break
-		}
-		w.now = laterOf(w.now, it.at)
-		it.fire()
-	}
-	for _, a := range w.actors {
-		a.abandon() // only after a failure: release the goroutines
+	if !w.s.Run(w.deadline) {
+		w.problems = append(w.problems, fmt.Sprintf("still busy %s after the last planned work", w.deadline.Sub(w.quietAt)))
 	}
 	w.check()
 	return w.problems
@@ -453,27 +440,19 @@ func (w *world) check() {
 
 func (w *world) rel(t time.Time) string { return t.Sub(epoch).String() }
 
-// simClock is one instance's clock: the virtual time, off by skew.
-type simClock struct {
-	w    *world
-	skew time.Duration
-}
-
-func (c *simClock) Now() time.Time { return c.w.now.Add(c.skew) }
-
-func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
-	_, err := actorOf(ctx).call(&call{op: "Sleep", sleep: d})
-	return err
-}
-
 // simStore is Firestore's semantics for one counter: update-time
 // preconditions, create-if-absent, read times.
 type simStore struct{ w *world }
 
 var errSimFault = errors.New("simulated Firestore fault")
 
+// call blocks the actor on a store call, which apply runs on the world.
+func (s *simStore) call(ctx context.Context, what string, mutates bool, apply func(w *world) any) (any, error) {
+	return simsched.ActorOf(ctx).Block(&simsched.Call{What: what, Mutates: mutates, Apply: func() (any, error) { return apply(s.w), nil }})
+}
+
 func (s *simStore) Read(ctx context.Context, id string) (counter.Counter, error) {
-	r, err := actorOf(ctx).call(&call{op: "Read", apply: func(w *world) any { return w.doc }})
+	r, err := s.call(ctx, "Read", false, func(w *world) any { return w.doc })
 	if err != nil {
 		return counter.Counter{}, err
 	}
@@ -481,7 +460,7 @@ func (s *simStore) Read(ctx context.Context, id string) (counter.Counter, error)
 }
 
 func (s *simStore) Sum(ctx context.Context, id string) (int64, time.Time, error) {
-	r, err := actorOf(ctx).call(&call{op: "Sum", apply: func(w *world) any { return sumResult{w.total(), w.now} }})
+	r, err := s.call(ctx, "Sum", false, func(w *world) any { return sumResult{w.total(), w.now()} })
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -495,7 +474,7 @@ type sumResult struct {
 }
 
 func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error) {
-	r, err := actorOf(ctx).call(&call{op: "Activity", apply: func(w *world) any { return w.commits }})
+	r, err := s.call(ctx, "Activity", false, func(w *world) any { return w.commits })
 	if err != nil {
 		return 0, 0, err
 	}
@@ -505,33 +484,33 @@ func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error
 func (s *simStore) MemberCount(context.Context, string, time.Time) (int64, error) { return 0, nil }
 
 func (s *simStore) WriteRollup(ctx context.Context, ru counter.Rollup) (time.Time, bool, error) {
-	a := actorOf(ctx)
+	kind := simsched.ActorOf(ctx).Tag
 	c := ru.Next
-	r, err := a.call(&call{op: "WriteRollup", mutates: true, apply: func(w *world) any {
+	r, err := s.call(ctx, "WriteRollup", true, func(w *world) any {
 		if !c.Version.Equal(w.doc.Version) {
 			return writeResult{}
 		}
 		prev := w.doc
 		if ru.Change != c.Count-prev.Count {
-			w.problems = append(w.problems, fmt.Sprintf("%s: change %d written with a count going from %d to %d", w.rel(w.now), ru.Change, prev.Count, c.Count))
+			w.problems = append(w.problems, fmt.Sprintf("%s: change %d written with a count going from %d to %d", w.rel(w.now()), ru.Change, prev.Count, c.Count))
 		}
 		// The windows, in the same commit: the change goes to the minute
 		// holding the roll-up's read time.
 		w.buckets[windows.Minute.Start(c.AsOf)] += ru.Change
 		switch {
 		case c.AsOf.Before(prev.AsOf):
-			w.problems = append(w.problems, fmt.Sprintf("%s: rollup_as_of went back from %s to %s", w.rel(w.now), w.rel(prev.AsOf), w.rel(c.AsOf)))
+			w.problems = append(w.problems, fmt.Sprintf("%s: rollup_as_of went back from %s to %s", w.rel(w.now()), w.rel(prev.AsOf), w.rel(c.AsOf)))
 		case c.Count != w.totalAt(c.AsOf):
-			w.problems = append(w.problems, fmt.Sprintf("%s: stored %d as of %s, the shards held %d then", w.rel(w.now), c.Count, w.rel(c.AsOf), w.totalAt(c.AsOf)))
-		case a.kind != "reconcile" && w.now.Sub(prev.Version) < simCadence:
-			w.problems = append(w.problems, fmt.Sprintf("%s: counter written %s after its last write, less than the cadence", w.rel(w.now), w.now.Sub(prev.Version)))
+			w.problems = append(w.problems, fmt.Sprintf("%s: stored %d as of %s, the shards held %d then", w.rel(w.now()), c.Count, w.rel(c.AsOf), w.totalAt(c.AsOf)))
+		case kind != "reconcile" && w.now().Sub(prev.Version) < simCadence:
+			w.problems = append(w.problems, fmt.Sprintf("%s: counter written %s after its last write, less than the cadence", w.rel(w.now()), w.now().Sub(prev.Version)))
 		}
 		next := prev
-		next.Count, next.AsOf, next.Sums, next.WriteRate, next.Version = c.Count, c.AsOf, c.Sums, c.WriteRate, w.now
+		next.Count, next.AsOf, next.Sums, next.WriteRate, next.Version = c.Count, c.AsOf, c.Sums, c.WriteRate, w.now()
 		w.doc = next
-		w.docWrites = append(w.docWrites, docWrite{at: w.now, asOf: c.AsOf, by: a.kind})
-		return writeResult{w.now, true}
-	}})
+		w.docWrites = append(w.docWrites, docWrite{at: w.now(), asOf: c.AsOf, by: kind.(string)})
+		return writeResult{w.now(), true}
+	})
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -556,13 +535,13 @@ func (w *world) totalAt(t time.Time) int64 {
 }
 
 func (s *simStore) ClaimSlot(ctx context.Context, id string, due time.Time, holder string) (string, error) {
-	r, err := actorOf(ctx).call(&call{op: "ClaimSlot", mutates: true, apply: func(w *world) any {
+	r, err := s.call(ctx, "ClaimSlot", true, func(w *world) any {
 		if h, ok := w.slots[due]; ok {
 			return h
 		}
 		w.slots[due] = holder
 		return holder
-	}})
+	})
 	if err != nil {
 		return "", err
 	}
@@ -574,14 +553,14 @@ func (s *simStore) MergeShards(context.Context, string, int, int) (int, error) {
 // Purge: the simulated counter is never deleted.
 func (s *simStore) Purge(context.Context, string) (bool, error) { return false, nil }
 
-func (w *world) randomFault(op string, a *actor, now time.Time) fault {
-	if op == "Sleep" || !now.Before(w.quietAt) || w.rng.Float64() >= w.cfg.pFault {
-		return noFault
+func (w *world) randomFault(*simsched.Actor, *simsched.Call) simsched.Fault {
+	if !w.now().Before(w.quietAt) || w.rng.Float64() >= w.cfg.pFault {
+		return simsched.NoFault
 	}
 	if w.rng.IntN(2) == 0 {
-		return failBefore
+		return simsched.FailBefore
 	}
-	return failAfter
+	return simsched.FailAfter
 }
 
 // faultError is a failed store call's error, of any class the real store
@@ -603,7 +582,7 @@ func (w *world) faultError() error {
 	return errs.Wrap(errs.Internal, errSimFault, "simulated")
 }
 
-func (w *world) randomLatency(op string, a *actor) time.Duration {
+func (w *world) randomLatency(*simsched.Actor, *simsched.Call) time.Duration {
 	if w.rng.Float64() < w.cfg.pSlow {
 		return time.Duration(200+w.rng.IntN(600)) * time.Millisecond
 	}
