@@ -220,6 +220,38 @@ func TestResetUnderLoad(t *testing.T) {
 	}
 }
 
+// TestTenResetsAtOnce: a counter at 100, reset to 0 by ten requests at
+// once (a client retrying after 503s sends them so). Each summed 100 and
+// added −100, leaving −900, until a reset committed only on the version of
+// the counter document it read; now they land one after another.
+func TestTenResetsAtOnce(t *testing.T) {
+	t.Parallel()
+	id := newCounterID(t)
+	createCounter(t, id, 4)
+	if r := increment(t, id, 100); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for {
+				r := testenv.Do(t, "POST", url("resetCounter"), fmt.Sprintf(`{"counter_id":%q,"count":0}`, id))
+				if r.Status == http.StatusOK {
+					return
+				}
+				if r.Status != http.StatusServiceUnavailable {
+					t.Errorf("resetCounter: %s", r)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := getCounter(t, id, "strong").Count; got != 0 {
+		t.Errorf("after ten resets to 0 the counter holds %d", got)
+	}
+}
+
 // TestListCountersPagesByID: a user's counters, in id order, a page at a
 // time; the page token is the last id.
 func TestListCountersPagesByID(t *testing.T) {

@@ -33,6 +33,12 @@ const (
 	// is checked against the exact value; further, against what the
 	// instance knows (see firestoredb's Apply).
 	CheckedZone = 1 << 50
+	// MaxReset bounds the value a reset sets, either way. A reset moves a
+	// counter by any amount in one commit, which the other instances'
+	// known values do not see until they sum again; a counter set outside
+	// the checked zone is still more than CheckedZone from the bound, so
+	// no instance crosses it meanwhile.
+	MaxReset = MaxCount - CheckedZone
 )
 
 // Add returns a + b, and false when the sum overflows int64.
@@ -82,6 +88,10 @@ type Counter struct {
 	// (members/{uid}); their value is their number of members.
 	Unique    bool
 	CreatedAt time.Time
+	// ResetAt is the time of the last reset, if any: every reset changes
+	// the document, so two resets read at the same version cannot both
+	// commit (see Counters.Reset).
+	ResetAt time.Time
 	// Deleted is set on the document of a deleted counter (a tombstone)
 	// until everything under it is gone.
 	Deleted Deletion
@@ -132,6 +142,8 @@ type Rollup struct {
 // then removes the last documents, and the id can be used again.
 type Deletion struct {
 	At, PurgeAfter time.Time
+	// Purged counts the documents its purge deleted so far.
+	Purged int64
 }
 
 // IsDeleted reports whether the document is a deleted counter's tombstone.
@@ -259,6 +271,15 @@ func ShardsFor(followers int64, pt PostType) int {
 func ValidateFollowers(n int64) error {
 	if n < 0 {
 		return errs.Invalid("followers_count", "must not be negative")
+	}
+	return nil
+}
+
+// ValidateResetValue checks the value a reset sets: at most MaxReset
+// either way.
+func ValidateResetValue(v int64) error {
+	if v > MaxReset || v < -MaxReset {
+		return errs.Invalid("count", "must be between -%d and %d: a reset may not set a counter within 2^50 of ±(2^53 − 1), where every increment must sum its shards first", int64(MaxReset), int64(MaxReset))
 	}
 	return nil
 }

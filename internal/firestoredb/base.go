@@ -45,6 +45,8 @@ const (
 	fieldRanked       = "ranked"
 	fieldDeletedAt    = "deleted_at"
 	fieldPurgeAfter   = "purge_after"
+	fieldPurged       = "purged"
+	fieldResetAt      = "reset_at"
 	fieldCommits      = "commits" // of a shard
 	fieldSlow         = "slow"    // of a shard
 	fieldDelta        = "delta"
@@ -158,21 +160,28 @@ func notFound(id string) error { return errs.New(errs.NotFound, "counter %q does
 // stored reads the counter document, a deleted counter's tombstone
 // included (IsDeleted), and caches it.
 func (b *base) stored(ctx context.Context, id string) (counter.Counter, error) {
+	c, _, err := b.storedAt(ctx, id)
+	return c, err
+}
+
+// storedAt is stored, with the read's time: what a SUM at the same time
+// sees of the shards is consistent with the document.
+func (b *base) storedAt(ctx context.Context, id string) (counter.Counter, time.Time, error) {
 	start := b.now()
-	d, err := b.db.get(ctx, b.counterName(id))
+	docs, at, err := b.db.getAt(ctx, []string{b.counterName(id)}, time.Time{})
 	if err != nil {
-		return counter.Counter{}, classify(err, "read counter "+id)
+		return counter.Counter{}, time.Time{}, classify(err, "read counter "+id)
 	}
-	if d == nil {
+	if docs[0] == nil {
 		b.cached.Remove(id)
-		return counter.Counter{}, notFound(id)
+		return counter.Counter{}, at, notFound(id)
 	}
-	c, err := decodeCounter(d)
+	c, err := decodeCounter(docs[0])
 	if err != nil {
-		return counter.Counter{}, err
+		return counter.Counter{}, at, err
 	}
 	b.remember(c, start)
-	return c, nil
+	return c, at, nil
 }
 
 // live reads the counter document; NOT_FOUND if the counter does not
@@ -217,9 +226,10 @@ func (b *base) forget(id string) {
 }
 
 // change is one change of a counter document, built from the document as
-// read: the writes of its commit (the first one the document's, with a
-// precondition on its version), or an error to stop with.
-type change func(c counter.Counter) ([]*pb.Write, error)
+// read at read time at: the writes of its commit (the first one the
+// document's, with a precondition on its version), or an error to stop
+// with.
+type change func(c counter.Counter, at time.Time) ([]*pb.Write, error)
 
 // maxVersionAttempts bounds how often a change is read and committed
 // again after the document changed in between (a roll-up wrote it).
@@ -231,16 +241,15 @@ const maxVersionAttempts = 5
 // returns the document as read and the commit's answer (nil when change
 // wrote nothing).
 func (b *base) update(ctx context.Context, id string, withTombstone bool, what string, ch change) (counter.Counter, *pb.CommitResponse, error) {
-	read := b.live
-	if withTombstone {
-		read = b.stored
-	}
 	for range maxVersionAttempts {
-		c, err := read(ctx, id)
+		c, at, err := b.storedAt(ctx, id)
+		if err == nil && c.IsDeleted() && !withTombstone {
+			err = notFound(id)
+		}
 		if err != nil {
 			return counter.Counter{}, nil, err
 		}
-		writes, err := ch(c)
+		writes, err := ch(c, at)
 		if err != nil || len(writes) == 0 {
 			return c, nil, err
 		}
@@ -275,15 +284,16 @@ func (b *base) shardWrite(id string, k int, c shardChange) *pb.Write {
 	return incrementWrite(b.shardName(id, k), map[string]int64{fieldCount: c.Count, fieldCommits: c.Commits, fieldSlow: c.Slow})
 }
 
-// sum returns the exact value of a counter now, a SUM over its shards (one
-// billed read per 1,000 shards), with the snapshot's read time. A sum
-// past int64 (shards written outside the functions) is DATA_LOSS.
+// sum returns the exact value of a counter at read time at (zero: now), a
+// SUM over its shards (one billed read per 1,000 shards), with the
+// snapshot's read time. A sum past int64 (shards written outside the
+// functions) is DATA_LOSS.
 //
 // It aggregates count alone: a query with several aggregations counts only
 // the documents that hold every field aggregated, so a shard without one of
 // them (written before it existed) would drop out of the total.
-func (b *base) sum(ctx context.Context, id string) (int64, time.Time, error) {
-	v, at, err := b.db.sum(ctx, underCounter(id, ShardsCollection), fieldCount)
+func (b *base) sum(ctx context.Context, id string, at time.Time) (int64, time.Time, error) {
+	v, at, err := b.db.sum(ctx, underCounter(id, ShardsCollection), at, fieldCount)
 	if err != nil {
 		return 0, time.Time{}, classify(err, "sum the shards of "+id)
 	}

@@ -39,7 +39,7 @@ func (p *incrementCommit) checkBound(ctx context.Context) error {
 	kv, ok := s.known.Get(id)
 	if !ok || kv.near || !s.now().Before(kv.expires) {
 		start := s.now()
-		sum, _, err := s.sum(ctx, id)
+		sum, _, err := s.sum(ctx, id, time.Time{})
 		if err != nil {
 			return err
 		}

@@ -34,14 +34,18 @@ func (s *Counters) Stored(ctx context.Context, id string) (counter.Counter, erro
 	return s.stored(ctx, id)
 }
 
-// Strong returns a live counter's document and its exact value now, a
-// SUM over its shards, with the sum's read time.
+// Strong returns a live counter's document and its exact value, a SUM
+// over its shards, at the same read time, which it returns: a counter
+// deleted by then is NOT_FOUND, whatever this instance remembers of it.
 func (s *Counters) Strong(ctx context.Context, id string) (counter.Counter, int64, time.Time, error) {
-	c, err := s.liveCached(ctx, id)
+	c, at, err := s.storedAt(ctx, id)
+	if err == nil && c.IsDeleted() {
+		err = notFound(id)
+	}
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
-	total, at, err := s.sum(ctx, id)
+	total, at, err := s.sum(ctx, id, at)
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
@@ -53,8 +57,9 @@ func (s *Counters) Strong(ctx context.Context, id string) (counter.Counter, int6
 // shards appear when the first increment lands on them. The id of a
 // deleted counter is free again once its late writes can no longer land
 // (freeTombstone); documents left under an id whose counter document was
-// deleted by hand are purged first, so a new counter never counts an old
-// one's shards.
+// deleted by hand are first made a tombstone and purged, so a new counter
+// never counts an old one's shards, and a creation that loses a race
+// never deletes the winner's.
 func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Counter, error) {
 	fields := map[string]*pb.Value{
 		fieldNumShards: intValue(int64(c.NumShards)),
@@ -66,36 +71,42 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 		fieldRanked:    boolValue(c.Ranked),
 	}
 	name := s.counterName(c.ID)
-	w := createWrite(name, fields)
-	old, err := s.stored(ctx, c.ID)
-	switch {
-	case err == nil && !old.IsDeleted():
-		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
-	case err == nil:
-		if err := s.freeTombstone(ctx, old); err != nil {
+	for range maxVersionAttempts {
+		old, err := s.stored(ctx, c.ID)
+		if errs.Is(err, errs.NotFound) {
+			old, err = s.adoptOrphans(ctx, c.ID)
+		}
+		w := createWrite(name, fields)
+		switch {
+		case err != nil:
 			return counter.Counter{}, err
+		case old.ID == "": // nothing under the id
+		case !old.IsDeleted():
+			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
+		default:
+			version, err := s.freeTombstone(ctx, old)
+			if err != nil {
+				return counter.Counter{}, err
+			}
+			w = replaceWrite(name, fields, version)
 		}
-		w = replaceWrite(name, fields, old.Version)
-	case errs.Is(err, errs.NotFound):
-		if done, err := s.purge(ctx, counter.Counter{ID: c.ID}, false); err != nil || !done {
-			return counter.Counter{}, errs.Retryable(err, retryAfter, "counter_id %q: documents of an earlier counter are still being removed; retry", c.ID)
+		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+		resp, err := s.db.commit(ctx, w)
+		switch code(err) {
+		case codes.OK:
+			at := resp.GetCommitTime().AsTime()
+			c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, at, at
+			s.remember(c, s.now())
+			return c, nil
+		case codes.NotFound:
+			continue // the tombstone was dropped meanwhile: the id is free
+		case codes.AlreadyExists, codes.FailedPrecondition:
+			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID) // created meanwhile
+		default:
+			return counter.Counter{}, classify(err, "create counter "+c.ID)
 		}
-	default:
-		return counter.Counter{}, err
 	}
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
-	resp, err := s.db.commit(ctx, w)
-	switch code(err) {
-	case codes.OK:
-	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
-		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID) // created meanwhile
-	default:
-		return counter.Counter{}, classify(err, "create counter "+c.ID)
-	}
-	at := resp.GetCommitTime().AsTime()
-	c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, at, at
-	s.remember(c, s.now())
-	return c, nil
+	return counter.Counter{}, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", c.ID)
 }
 
 // decodeCounter reads a counter document, refusing one the functions
@@ -110,8 +121,8 @@ func decodeCounter(pd *pb.Document) (counter.Counter, error) {
 		Reshard: counter.Reshard{From: int(r.integer("from")), To: int(r.integer("to")), At: r.time("at"),
 			MergeUntil: r.time("merge_until"), MergedAt: r.time("merged_at"), Reason: r.str("reason")},
 		Owner: d.str(fieldOwner), Unique: d.boolean(fieldUnique), CreatedAt: d.time(fieldCreatedAt),
-		Origin: counter.Origin(d.str(fieldOrigin)), Ranked: d.boolean(fieldRanked),
-		Deleted: counter.Deletion{At: d.time(fieldDeletedAt), PurgeAfter: d.time(fieldPurgeAfter)},
+		Origin: counter.Origin(d.str(fieldOrigin)), Ranked: d.boolean(fieldRanked), ResetAt: d.time(fieldResetAt),
+		Deleted: counter.Deletion{At: d.time(fieldDeletedAt), PurgeAfter: d.time(fieldPurgeAfter), Purged: d.integer(fieldPurged)},
 	}
 	if err := d.done(r); err != nil {
 		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", d.id)
@@ -191,7 +202,7 @@ func (s *Counters) SetRanked(ctx context.Context, id string, ranked bool) error 
 		}
 	}
 	flag := map[string]*pb.Value{fieldRanked: boolValue(ranked)}
-	c, resp, err := s.update(ctx, id, false, "rank counter", func(c counter.Counter) ([]*pb.Write, error) {
+	c, resp, err := s.update(ctx, id, false, "rank counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		buckets, _, err := s.db.getAt(ctx, names, time.Time{})
 		if err != nil {
 			return nil, classify(err, "read the buckets of "+id)

@@ -262,12 +262,12 @@ func (db *DB) collections(ctx context.Context, name string) ([]string, error) {
 }
 
 // sum returns the sums of integer fields over every document of the
-// collection path (e.g. "counters/c1/shards"), in fields' order, and the
-// read time of the snapshot: every write committed at or before it is
+// collection path (e.g. "counters/c1/shards"), in fields' order, at read
+// time at (zero: now), and the read time of the snapshot: every write committed at or before it is
 // included, none after. A query with several aggregations counts only the
 // documents that hold every field aggregated. Firestore bills one read per
 // 1,000 index entries scanned.
-func (db *DB) sum(ctx context.Context, collection string, fields ...string) ([]int64, time.Time, error) {
+func (db *DB) sum(ctx context.Context, collection string, at time.Time, fields ...string) ([]int64, time.Time, error) {
 	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
 	for i, f := range fields {
 		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
@@ -277,7 +277,7 @@ func (db *DB) sum(ctx context.Context, collection string, fields ...string) ([]i
 			},
 		}
 	}
-	result, readTime, err := db.aggregate(ctx, collection, aggs, time.Time{})
+	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

@@ -35,11 +35,6 @@ type IncrementResult struct {
 	Err             error
 }
 
-// maxApplyAttempts bounds the commits of one Apply: each retry follows a
-// concurrent change of a key's record or of a member, made by another
-// instance; that many in a row means something keeps rewriting them.
-const maxApplyAttempts = 5
-
 // Apply commits ops to counter id in one commit and returns one result
 // per op:
 //
@@ -56,10 +51,12 @@ const maxApplyAttempts = 5
 //     ALREADY_EXISTS with another delta) without failing the others.
 //
 // A lost race with another instance (a key or a member written since it
-// was read) re-reads and commits again. Every result is applied exactly
-// once or is an error; an UNAVAILABLE error may hide a commit that was
-// applied after all (its answer was lost), which a retry with the same key
-// settles.
+// was read) re-reads and commits again; on a unique counter, a second
+// loss splits the ops in two halves by user, each committed on its own,
+// so one user toggling a like from several devices at once fails only
+// their own ops. Every result is applied exactly once or is an error; an
+// UNAVAILABLE error may hide a commit that was applied after all (its
+// answer was lost), which a retry with the same key settles.
 func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []IncrementResult {
 	results := make([]IncrementResult, len(ops))
 	c, err := s.liveCached(ctx, id)
@@ -71,39 +68,91 @@ func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []
 	}
 	p := &incrementCommit{s: s, c: c, shard: s.intn(c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
 	p.dedupe()
-	for range maxApplyAttempts {
-		if len(p.pending) == 0 {
-			break
-		}
-		if err := p.prepare(ctx); err != nil {
-			p.fail(err)
-			break
-		}
-		writes := p.writes()
-		if len(writes) == 0 {
-			p.settle(nil) // nothing changes: every op is a no-op without a key
-			break
-		}
-		start := s.now()
-		resp, err := s.db.commit(ctx, writes...)
-		if p.net != 0 || !c.Unique {
-			s.noteContention(id, s.now().Sub(start), err)
-		}
-		switch code(err) {
-		case codes.OK:
-			p.settle(resp)
-		case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
-			// A key's record, or a member, changed since it was read.
-			if err := p.settleUsedKeys(ctx); err != nil {
-				p.fail(err)
+	for groups := [][]int{p.pending}; len(groups) > 0; {
+		p.pending, groups = groups[0], groups[1:]
+		for attempt := 1; len(p.pending) > 0; attempt++ {
+			if !p.commit(ctx) {
+				break
 			}
-		default:
-			p.fail(classify(err, "increment "+id))
+			if attempt == maxApplyAttempts {
+				p.fail(errs.Retryable(nil, retryAfter, "counter %q: the same Idempotency-Key or member is being changed concurrently; retry", id))
+				break
+			}
+			if halves := p.splitByUser(); attempt >= 2 && halves != nil {
+				groups = append(halves, groups...)
+				break
+			}
 		}
 	}
-	p.fail(errs.Retryable(nil, retryAfter, "counter %q: the same Idempotency-Key or member is being changed concurrently; retry", id))
 	p.resolveDuplicates()
 	return results
+}
+
+// maxApplyAttempts bounds the commits of one group of ops: each retry
+// follows a concurrent change of a key's record or of a member, made by
+// another instance; that many in a row means something keeps rewriting
+// them.
+const maxApplyAttempts = 5
+
+// commit makes one attempt at committing the pending ops and reports
+// whether it lost a race (a key's record or a member changed since it was
+// read) with ops still pending; every other outcome settles or fails them.
+func (p *incrementCommit) commit(ctx context.Context) bool {
+	if err := p.prepare(ctx); err != nil {
+		p.fail(err)
+		return false
+	}
+	writes := p.writes()
+	if len(writes) == 0 {
+		p.settle(nil) // nothing changes: every op is a no-op without a key
+		return false
+	}
+	start := p.s.now()
+	resp, err := p.s.db.commit(ctx, writes...)
+	if p.net != 0 || !p.c.Unique {
+		p.s.noteContention(p.c.ID, p.s.now().Sub(start), err)
+	}
+	switch code(err) {
+	case codes.OK:
+		p.settle(resp)
+		return false
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+		// A key's record, or a member, changed since it was read.
+		if err := p.settleUsedKeys(ctx); err != nil {
+			p.fail(err)
+		}
+		return len(p.pending) > 0
+	}
+	p.fail(classify(err, "increment "+p.c.ID))
+	return false
+}
+
+// splitByUser splits a unique counter's pending ops into two halves by
+// user (alternately, in order of appearance), each user's ops in one half
+// in their order; nil when there is one user (or the counter is not unique: only keys race there, and
+// settleUsedKeys answers them).
+func (p *incrementCommit) splitByUser() [][]int {
+	if !p.c.Unique {
+		return nil
+	}
+	half := map[string]int{} // each user's half: 0 or 1, in order of appearance
+	for _, i := range p.pending {
+		if _, ok := half[p.ops[i].User]; !ok {
+			half[p.ops[i].User] = len(half) % 2
+		}
+	}
+	if len(half) < 2 {
+		return nil
+	}
+	var a, b []int
+	for _, i := range p.pending {
+		if half[p.ops[i].User] == 0 {
+			a = append(a, i)
+		} else {
+			b = append(b, i)
+		}
+	}
+	return [][]int{a, b}
 }
 
 // Increments apply increments and likes to the shards of counters.

@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,9 +32,9 @@ import (
 // later) follow.
 var purgeOrder = []string{WindowsCollection, MembersCollection, ShardsCollection, KeysCollection, SlotsCollection}
 
-// deleteChunk is the most documents deleted in one commit (Firestore takes
-// 500 writes).
-const deleteChunk = 500
+// deleteChunk is the most documents deleted in one commit: Firestore takes
+// 500 writes, and each commit also counts them on the tombstone.
+const deleteChunk = 499
 
 // Delete marks counter id deleted, with purge_after = now + lateWrites
 // (how long other instances may still write under it), then purges what it
@@ -41,7 +42,7 @@ const deleteChunk = 500
 // again only purges more.
 func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
 	var tomb counter.Deletion
-	c, resp, err := s.update(ctx, id, true, "delete counter", func(c counter.Counter) ([]*pb.Write, error) {
+	c, resp, err := s.update(ctx, id, true, "delete counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.IsDeleted() {
 			return nil, nil
 		}
@@ -67,7 +68,7 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		pctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
 		defer cancel()
 	}
-	if _, err := s.purge(pctx, c, false); err != nil && pctx.Err() == nil && !errs.Is(err, errs.Unavailable) {
+	if _, _, err := s.purge(pctx, c, false); err != nil && pctx.Err() == nil && !errs.Is(err, errs.Unavailable) && !errors.Is(err, errReplaced) {
 		return counter.Counter{}, err
 	}
 	return c, nil
@@ -76,75 +77,146 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 // Purge continues the purge of deleted counter id: it deletes what is
 // under it while ctx lasts and, once purge_after has passed and nothing is
 // left, the tombstone itself. It reports whether the counter is gone for
-// good; a counter that is not deleted is left alone (false), and one with
-// no document at all is NOT_FOUND.
+// good; a counter that is not deleted (or created again meanwhile) is left
+// alone (false), and one with no document at all is NOT_FOUND.
 func (s *Counters) Purge(ctx context.Context, id string) (bool, error) {
 	c, err := s.stored(ctx, id)
 	if err != nil || !c.IsDeleted() {
 		return false, err
 	}
-	return s.purge(ctx, c, true)
+	_, done, err := s.purge(ctx, c, true)
+	if errors.Is(err, errReplaced) {
+		return false, nil
+	}
+	return done, err
 }
 
 // freeTombstone makes the id of deleted counter tomb usable again for
-// Create: once purge_after has passed, it purges what is left, and Create
-// replaces the tombstone. Before, it is FAILED_PRECONDITION with
-// Retry-After.
-func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) error {
+// Create: once purge_after has passed, it purges what is left and returns
+// the tombstone's version for Create to replace. Before, it is
+// FAILED_PRECONDITION with Retry-After.
+func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) (time.Time, error) {
 	if wait := tomb.Deleted.PurgeAfter.Sub(s.now()); wait > 0 {
-		return &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
+		return time.Time{}, &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
 			Message: fmt.Sprintf("counter_id %q belonged to a counter deleted at %s; it can be used again after %s, when no late write of the old counter can land",
 				tomb.ID, tomb.Deleted.At.UTC().Format(time.RFC3339), tomb.Deleted.PurgeAfter.UTC().Format(time.RFC3339))}
 	}
-	done, err := s.purge(ctx, tomb, false)
-	if err != nil || !done {
-		return errs.Retryable(err, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", tomb.ID)
+	version, done, err := s.purge(ctx, tomb, false)
+	switch {
+	case errors.Is(err, errReplaced):
+		return time.Time{}, errs.New(errs.AlreadyExists, "counter %q already exists", tomb.ID) // created meanwhile
+	case err != nil || !done:
+		return time.Time{}, errs.Retryable(err, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", tomb.ID)
 	}
-	return nil
+	return version, nil
 }
 
-// purge deletes the documents under tombstone c in batches while ctx lasts,
+// adoptOrphans looks for documents under an id with no counter document
+// (deleted by hand, or left by a purge's last roll-up): if there are any,
+// it makes the id a tombstone, free at once, which Create purges like any
+// other. A creation of the id meanwhile makes it ALREADY_EXISTS: the
+// orphans may be the new counter's documents. Nothing under the id: a
+// zero Counter.
+func (s *Counters) adoptOrphans(ctx context.Context, id string) (counter.Counter, error) {
+	colls, err := s.subcollections(ctx, id)
+	if err != nil || len(colls) == 0 {
+		return counter.Counter{}, err
+	}
+	now := s.now()
+	tomb := counter.Counter{ID: id, NumShards: counter.MinShards, Deleted: counter.Deletion{At: now, PurgeAfter: now}}
+	resp, err := s.db.commit(ctx, createWrite(s.counterName(id), map[string]*pb.Value{
+		fieldNumShards: intValue(int64(tomb.NumShards)), fieldCount: intValue(0),
+		fieldDeletedAt: timeValue(now), fieldPurgeAfter: timeValue(now),
+	}))
+	switch code(err) {
+	case codes.OK:
+		tomb.Version = versionOf(resp, 0)
+		return tomb, nil
+	case codes.AlreadyExists:
+		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", id)
+	}
+	return counter.Counter{}, classify(err, "adopt the documents under "+id)
+}
+
+// errReplaced: the tombstone a purge works on was replaced (its id created
+// again) or dropped by another purge; what is under the id is not its own.
+var errReplaced = errors.New("firestoredb: the tombstone was replaced")
+
+// purge deletes the documents under tombstone c in chunks while ctx lasts,
 // and with dropTombstone, once purge_after has passed and nothing is left,
-// the tombstone too. It reports whether nothing is left under it (after
-// purge_after: nothing can come back).
-func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone bool) (bool, error) {
+// the tombstone too. It returns the tombstone's version, and whether
+// nothing is left under it (after purge_after: nothing can come back).
+//
+// Each chunk's commit counts its deletions on the tombstone (purged), on
+// the condition that the tombstone is still the version this purge knows:
+// a purge that began on a tombstone stops (errReplaced) once the id is
+// created again, and never deletes the new counter's documents; two
+// purges of one tombstone take turns.
+func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone bool) (time.Time, bool, error) {
+	version := c.Version
 	colls, err := s.subcollections(ctx, c.ID)
 	if err != nil {
-		return false, err
+		return version, false, err
 	}
 	for _, coll := range colls {
 		for {
 			docs, err := s.db.query(ctx, s.db.client.Collection(coll).Select().Limit(deleteChunk))
 			if err != nil {
-				return false, classify(err, "list "+coll)
+				return version, false, classify(err, "list "+coll)
 			}
 			if len(docs) == 0 {
 				break
 			}
-			writes := make([]*pb.Write, len(docs))
-			for i, d := range docs {
-				writes[i] = &pb.Write{Operation: &pb.Write_Delete{Delete: d.GetName()}}
+			count := updateWrite(s.counterName(c.ID), nil, []string{}, version)
+			count.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{increment(fieldPurged, int64(len(docs)))}
+			writes := []*pb.Write{count}
+			for _, d := range docs {
+				writes = append(writes, &pb.Write{Operation: &pb.Write_Delete{Delete: d.GetName()}})
 			}
-			if _, err := s.db.commit(ctx, writes...); err != nil {
-				return false, classify(err, "purge "+coll)
+			resp, err := s.db.commit(ctx, writes...)
+			switch code(err) {
+			case codes.OK:
+				version = versionOf(resp, 0)
+				continue
+			case codes.FailedPrecondition, codes.NotFound:
+				if version, err = s.sameTombstone(ctx, c); err != nil {
+					return version, false, err
+				}
+				continue
 			}
+			return version, false, classify(err, "purge "+coll)
 		}
 	}
 	if s.now().Before(c.Deleted.PurgeAfter) {
-		return false, nil // late writes may still land
+		return version, false, nil // late writes may still land
 	}
 	if dropTombstone {
-		_, err := s.db.commit(ctx, deleteWrite(s.counterName(c.ID), c.Version))
+		_, err := s.db.commit(ctx, deleteWrite(s.counterName(c.ID), version))
 		switch code(err) {
 		case codes.OK, codes.NotFound:
 			s.forget(c.ID)
 		case codes.FailedPrecondition:
-			return false, nil // changed meanwhile (re-created): not ours any more
+			return version, false, nil // another purge counted meanwhile: the next run drops it
 		default:
-			return false, classify(err, "drop the tombstone of "+c.ID)
+			return version, false, classify(err, "drop the tombstone of "+c.ID)
 		}
 	}
-	return true, nil
+	return version, true, nil
+}
+
+// sameTombstone returns the version of tombstone c now, after a purge's
+// commit found it changed: errReplaced if it is no longer c's.
+func (s *Counters) sameTombstone(ctx context.Context, c counter.Counter) (time.Time, error) {
+	now, err := s.stored(ctx, c.ID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return time.Time{}, errReplaced
+	case err != nil:
+		return time.Time{}, err
+	case !now.IsDeleted() || !now.Deleted.At.Equal(c.Deleted.At):
+		return time.Time{}, errReplaced
+	}
+	return now.Version, nil
 }
 
 // subcollections lists the paths of the collections under counter id,
@@ -170,32 +242,49 @@ func (s *Counters) subcollections(ctx context.Context, id string) ([]string, err
 	return out, nil
 }
 
-// Reset sets counter id's value to v as of a read time R: it sums the
-// shards at R and adds v − sum to one shard in one commit, so increments
-// committed after R count on top and none is lost or counted twice. It
+// ResetReads bounds what one Reset reads: the document and a SUM per
+// attempt.
+const ResetReads = 2 * maxVersionAttempts
+
+// Reset sets counter id's value to v as of a read time R: it reads the
+// counter's document and sums its shards at R, then adds v − sum to one
+// shard in one commit with a change of the document (reset_at), on the
+// condition that the document is still the version read at R. So
+// increments committed after R count on top and none is lost or counted
+// twice, and of resets read at the same version one commits and the
+// others read again: ten resets at once land once each, in turn. It
 // returns R. The roll-up follows, like after any increment.
 func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, error) {
-	c, err := s.liveCached(ctx, id)
+	if err := counter.ValidateResetValue(v); err != nil {
+		return time.Time{}, err
+	}
+	var asOf time.Time
+	_, resp, err := s.update(ctx, id, false, "reset counter", func(c counter.Counter, at time.Time) ([]*pb.Write, error) {
+		if c.Unique {
+			return nil, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
+		}
+		sum, at, err := s.sum(ctx, id, at)
+		if err != nil {
+			return nil, err
+		}
+		asOf = at
+		delta, ok := counter.Add(v, -sum)
+		if !ok {
+			return nil, errs.New(errs.DataLoss, "counter %q holds %d: the shards were written outside the functions", id, sum)
+		}
+		if delta == 0 {
+			return nil, nil
+		}
+		stamp := updateWrite(s.counterName(id), nil, []string{}, c.Version)
+		stamp.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldResetAt)}
+		return []*pb.Write{stamp, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1})}, nil
+	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	if c.Unique {
-		return time.Time{}, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
+	if resp != nil {
+		// What this instance knew of the value is off by the reset.
+		s.known.Remove(id)
 	}
-	sum, at, err := s.sum(ctx, id)
-	if err != nil {
-		return time.Time{}, err
-	}
-	delta, ok := counter.Add(v, -sum)
-	if !ok {
-		return time.Time{}, errs.New(errs.DataLoss, "counter %q holds %d: the shards were written outside the functions", id, sum)
-	}
-	s.known.Remove(id)
-	if delta == 0 {
-		return at, nil
-	}
-	if _, err := s.db.commit(ctx, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1})); err != nil {
-		return time.Time{}, classify(err, "reset counter "+id)
-	}
-	return at, nil
+	return asOf, nil
 }

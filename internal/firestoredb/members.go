@@ -1,6 +1,7 @@
 package firestoredb
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -96,7 +97,9 @@ func (p *incrementCommit) memberWrites() []*pb.Write {
 			state[op.User] = in
 			r.Changed = true
 			changed = append(changed, i)
-			p.net += op.Delta
+			// ±1 whatever the delta: the count is the number of members
+			// (the handlers refuse other deltas on unique counters).
+			p.net += int64(cmp.Compare(op.Delta, 0))
 		}
 		r.Member = state[op.User]
 		p.outcome[i] = r

@@ -24,7 +24,7 @@ import (
 // merge_until; after it, Reshard finishes that merge itself and goes on.
 func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error) {
 	var next counter.Counter
-	c, resp, err := s.update(ctx, id, false, "reshard", func(c counter.Counter) ([]*pb.Write, error) {
+	c, resp, err := s.update(ctx, id, false, "reshard", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.Reshard.Merging() {
 			if wait := c.Reshard.MergeUntil.Sub(s.now()); wait > 0 {
 				return nil, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: wait + time.Second,

@@ -21,7 +21,7 @@ func (s *Rollups) Read(ctx context.Context, id string) (counter.Counter, error) 
 // Sum returns the exact value of a counter now, a SUM over its shards,
 // with the snapshot's read time.
 func (s *Rollups) Sum(ctx context.Context, id string) (int64, time.Time, error) {
-	return s.sum(ctx, id)
+	return s.sum(ctx, id, time.Time{})
 }
 
 // Activity returns the commits made to a counter's shards, and how many of
@@ -29,7 +29,7 @@ func (s *Rollups) Sum(ctx context.Context, id string) (int64, time.Time, error) 
 // Every increment writes both fields (shardWrite), so the shards it counts
 // are the shards written since it existed.
 func (s *Rollups) Activity(ctx context.Context, id string) (commits, slow int64, err error) {
-	v, _, err := s.db.sum(ctx, underCounter(id, ShardsCollection), fieldCommits, fieldSlow)
+	v, _, err := s.db.sum(ctx, underCounter(id, ShardsCollection), time.Time{}, fieldCommits, fieldSlow)
 	if err != nil {
 		return 0, 0, classify(err, "sum the shard activity of "+id)
 	}

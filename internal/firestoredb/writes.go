@@ -54,12 +54,17 @@ func incrementWrite(name string, deltas map[string]int64) *pb.Write {
 		UpdateMask: &pb.DocumentMask{},
 	}
 	for _, field := range slices.Sorted(maps.Keys(deltas)) {
-		w.UpdateTransforms = append(w.UpdateTransforms, &pb.DocumentTransform_FieldTransform{
-			FieldPath:     field,
-			TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(deltas[field])},
-		})
+		w.UpdateTransforms = append(w.UpdateTransforms, increment(field, deltas[field]))
 	}
 	return w
+}
+
+// increment is the transform adding n to an integer field.
+func increment(field string, n int64) *pb.DocumentTransform_FieldTransform {
+	return &pb.DocumentTransform_FieldTransform{
+		FieldPath:     field,
+		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(n)},
+	}
 }
 
 func intValue(v int64) *pb.Value {

@@ -30,9 +30,10 @@ type Model struct {
 	// Now is the model's clock; commit times follow it, a microsecond
 	// apart at least, as Firestore's are. Nil: time.Now.
 	Now func() time.Time
-	// OnCommit, when set, is told every successful commit: its time and
-	// the documents it changed, before and after (nil: absent). The
-	// simulation turns the shards' changes into trigger events.
+	// OnCommit, when set, is told every successful commit, once the model
+	// is unlocked: its time and the documents it changed, before and after
+	// (nil: absent). The simulation turns the shards' changes into trigger
+	// events and checks its invariants there.
 	OnCommit func(at time.Time, changes []Change)
 
 	mu   sync.Mutex
@@ -101,6 +102,14 @@ func (m *Model) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitRe
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
+	changes, resp, err := m.commit(req)
+	if err == nil && m.OnCommit != nil && len(changes) > 0 {
+		m.OnCommit(resp.GetCommitTime().AsTime(), changes) // unlocked: it may read the model
+	}
+	return resp, err
+}
+
+func (m *Model) commit(req *pb.CommitRequest) ([]Change, *pb.CommitResponse, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.now().Truncate(time.Microsecond)
@@ -125,21 +134,21 @@ func (m *Model) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitRe
 		// Firestore collapses such writes (some refused, depending on
 		// their order and preconditions) is not modelled.
 		if _, again := work[name]; again {
-			return nil, status.Errorf(codes.Unimplemented, "fsmodel: two writes of %s in one commit", name)
+			return nil, nil, status.Errorf(codes.Unimplemented, "fsmodel: two writes of %s in one commit", name)
 		}
 		cur := get(name)
 		if err := checkPrecondition(w.GetCurrentDocument(), cur, m.stored(name), w.GetDelete() != "", name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var next *pb.Document
 		var results []*pb.Value
 		if w.GetDelete() == "" {
 			var err error
 			if next, err = apply(w, cur, at); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if results, err = transform(next, w.GetUpdateTransforms(), at); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		order = append(order, name)
@@ -172,10 +181,7 @@ func (m *Model) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitRe
 		resp.WriteResults[i].UpdateTime = updated[name]
 	}
 	m.last = at
-	if m.OnCommit != nil && len(changes) > 0 {
-		m.OnCommit(at, changes)
-	}
-	return resp, nil
+	return changes, resp, nil
 }
 
 // stored is the time of a document's last version, its deletion's when
@@ -353,4 +359,26 @@ func (m *Model) ListCollectionIds(ctx context.Context, req *pb.ListCollectionIds
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Documents returns the documents whose names start with prefix, as of t
+// (zero: now), sorted by name: what the simulation's invariants look at.
+func (m *Model) Documents(prefix string, t time.Time) []*pb.Document {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*pb.Document
+	for name := range m.docs {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		d := m.current(name)
+		if !t.IsZero() {
+			d = m.at(name, t)
+		}
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
 }

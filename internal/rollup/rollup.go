@@ -153,6 +153,8 @@ type Event struct {
 	// WrittenAt is at or after the write's commit time, in Firestore's
 	// clock.
 	WrittenAt time.Time
+	// Deleted: the write deleted the shard.
+	Deleted bool
 }
 
 // slotFor returns the due time of the slot of a write at w: the first
@@ -189,6 +191,14 @@ func Settled(err error) bool {
 // error (or a context error) asks for the event to be delivered again.
 func (r *Roller) Include(ctx context.Context, ev Event) error {
 	id := ev.CounterID
+	if ev.Deleted {
+		// Most deletions are a purge's, of a deleted counter's shards: a
+		// slot claimed for one would outlive the tombstone. A live
+		// counter's shard deleted (by hand) rolls up like any write.
+		if _, err := r.store.Read(ctx, id); err != nil {
+			return err // NOT_FOUND: settled
+		}
+	}
 	due := r.slotFor(ev.WrittenAt)
 	// Covered means the slot's roll-up is done, not merely one after this
 	// write: this event may be the slot's holder, redelivered after it

@@ -73,9 +73,10 @@ func (a *app) resetCounter(ctx context.Context, req *httpapi.Request) (int, any,
 	}
 	var v int64
 	if body.Count != nil {
-		if v = *body.Count; !counter.InBound(v) {
-			return 0, nil, errs.Invalid("count", "must be between -%d and %d", int64(counter.MaxCount), int64(counter.MaxCount))
-		}
+		v = *body.Count
+	}
+	if err := counter.ValidateResetValue(v); err != nil {
+		return 0, nil, err
 	}
 	if _, err := a.manage(ctx, req, id, a.store.Counters.Live, ratelimit.Reset); err != nil {
 		return 0, nil, err

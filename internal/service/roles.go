@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/ledger"
@@ -124,7 +125,7 @@ var readsPaid = map[ratelimit.Budget]int{
 	// request lasts.
 	ratelimit.Create:  purgeReads,
 	ratelimit.Reshard: purgeReads,
-	ratelimit.Reset:   3,
+	ratelimit.Reset:   1 + firestoredb.ResetReads, // the document, then as often as it changes: the document and a SUM
 	ratelimit.Delete:  purgeReads,
 	ratelimit.Record:  0,
 	ratelimit.Query:   queryReads,

@@ -36,7 +36,7 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 	// A slot's holder sleeps up to a cadence, then makes a few calls.
 	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), a.cfg.RollupWork())
 	defer cancel()
-	return a.roller.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time())})
+	return a.roller.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time()), Deleted: ev.Deleted()})
 }
 
 // shardCounterID returns {counterId} of "counters/{counterId}/shards/{n}".
