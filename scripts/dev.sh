@@ -100,14 +100,13 @@ sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
 base=http://127.0.0.1:$FUNCTIONS_PORT
 web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT"
-case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=local" ;; esac
+case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=$base/debug/appcheck/token${APP_CHECK_CONSUME:+&consume=$APP_CHECK_CONSUME}" ;; esac
 cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH, the emulator enforcing $rules.
   Web app             $web
-  Functions           $base/<name>   createCounter incrementCounter getCounter topCounters listCounters
-                      reshardCounter resetCounter deleteCounter reconcileCounters
-                      recordInstruments queryInstruments
+  Functions           $base/<name>:
+$("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/                        /')
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)

@@ -19,13 +19,12 @@ const [fsHost, fsPort] = setting("firestore", "127.0.0.1:8080").split(":");
 
 const app = initializeApp({ projectId: project, apiKey: "demo-api-key", authDomain: `${project}.firebaseapp.com` });
 // App Check (APP_CHECK=enforce): deployed, a reCAPTCHA Enterprise site key
-// proves calls come from this app; locally, scripts/dev.sh's stand-in for
-// Google's service mints the tokens. httpsCallable attaches them itself.
-if (params.get("appcheck") === "local") {
+// proves calls come from this app; locally, a stand-in for Google's
+// service mints the tokens at the URL "appcheck" names (scripts/dev.sh's
+// /debug/appcheck/token). httpsCallable attaches them itself.
+if (params.get("appcheck")) {
   initializeAppCheck(app, {
-    provider: new CustomProvider({
-      getToken: async () => (await fetch(`http://${setting("functions", "127.0.0.1:8081")}/debug/appcheck/token`)).json(),
-    }),
+    provider: new CustomProvider({ getToken: async () => (await fetch(params.get("appcheck"))).json() }),
     isTokenAutoRefreshEnabled: true,
   });
 } else if (params.get("recaptcha")) {
@@ -38,11 +37,15 @@ connectFirestoreEmulator(db, fsHost, Number(fsPort));
 const functions = getFunctions(app, setting("region", "us-central1"));
 connectFunctionsEmulator(functions, fnHost, Number(fnPort));
 
-const createCounter = httpsCallable(functions, "createCounter");
-const incrementCounter = httpsCallable(functions, "incrementCounter");
-const getCounter = httpsCallable(functions, "getCounter");
-const topCounters = httpsCallable(functions, "topCounters");
-const queryInstruments = httpsCallable(functions, "queryInstruments");
+// The functions that consume App Check tokens (APP_CHECK_CONSUME) take a
+// limited-use token, fresh for each call.
+const consumed = setting("consume", "").split(",");
+const callable = (name) => httpsCallable(functions, name, { limitedUseAppCheckTokens: consumed.includes(name) });
+const createCounter = callable("createCounter");
+const incrementCounter = callable("incrementCounter");
+const getCounter = callable("getCounter");
+const topCounters = callable("topCounters");
+const queryInstruments = callable("queryInstruments");
 
 const $ = (id) => document.getElementById(id);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

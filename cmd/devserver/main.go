@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -64,7 +65,16 @@ func main() {
 		routes[project] = strings.Split(urls, ",")
 		return nil
 	})
+	list := flag.Bool("list", false, "print the names of the HTTP functions, and exit")
 	flag.Parse()
+	if *list {
+		for _, spec := range service.Catalog {
+			if spec.Kind == service.HTTPTrigger {
+				fmt.Println(spec.Name)
+			}
+		}
+		return
+	}
 
 	mux := http.NewServeMux()
 	if err := standInForAppCheck(mux, net.JoinHostPort(*host, *port)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 
 	_ "github.com/shardcount/shardcount" // registers the functions
 
+	"github.com/shardcount/shardcount/internal/localdev/appcheckdev"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -34,6 +36,8 @@ var (
 	project, base, emulatorAddr, webOrigin string
 	triggerAddr                            string
 	web                                    net.Listener
+	appCheck                               *appcheckdev.Service
+	appCheckURL                            string
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +51,21 @@ func TestMain(m *testing.M) {
 	}
 	webOrigin = "http://" + web.Addr().String()
 	project = testenv.AuthProject() // the project of the SDK's sign-ins
+	// App Check enforced, increments consuming limited-use tokens, with the
+	// local stand-in for Google's App Check service (which cannot run
+	// here) minting the page's tokens.
+	if appCheck, err = appcheckdev.New(project); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mux := http.NewServeMux()
+	appCheck.Register(mux, "")
+	appCheckURL = httptest.NewServer(mux).URL
 	base = testenv.ServeFunctions(map[string]string{
+		"APP_CHECK":               "enforce",
+		"APP_CHECK_CONSUME":       "incrementCounter",
+		"APP_CHECK_JWKS_URL":      appCheckURL + "/jwks",
+		"APP_CHECK_API_URL":       appCheckURL + "/",
 		"GOOGLE_CLOUD_PROJECT":    project,
 		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
 		"AUTH":                    "required",
@@ -118,6 +136,7 @@ func TestWebApp(t *testing.T) {
 	page := webOrigin + "/?" + url.Values{
 		"project": {project}, "auth": {authHost}, "firestore": {emulatorAddr},
 		"functions": {strings.TrimPrefix(base, "http://")},
+		"appcheck":  {appCheckURL + "/token"}, "consume": {"incrementCounter"},
 	}.Encode()
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -182,6 +201,9 @@ func TestWebApp(t *testing.T) {
 	// user's budget, which callWithRetry honours.
 	must(t, "the callables answered", chromedp.Do(ctx, waitText("#pending", "")))
 	answered := time.Now()
+	if n := appCheck.Consumed(); n < 35 {
+		t.Errorf("%d limited-use App Check tokens consumed for 35 increments: the page reused tokens", n)
+	}
 	must(t, "the live total shows 25", chromedp.Do(ctx, waitText("#total", "25")))
 	live := time.Since(answered)
 	t.Logf("the live total showed 25 %s after the last answer", live.Round(time.Millisecond))
@@ -325,7 +347,7 @@ func seedInstruments(t *testing.T, exchange string, n int) {
 	uid := fmt.Sprintf("seed-%d", time.Now().UnixNano())
 	testenv.CreateUser(t, project, uid)
 	r := testenv.Do(t, "POST", base+"/recordInstruments", `{"instruments":[`+strings.Join(items, ",")+`]}`,
-		"Authorization", "Bearer "+testenv.ValidIDToken(project, uid))
+		"Authorization", "Bearer "+testenv.AdminIDToken(project, uid)) // a backend: no App Check
 	if r.Status != http.StatusCreated {
 		t.Fatal(r)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
 )
 
 // Apps verifies App Check tokens with the Admin SDK (signature, project,
@@ -107,14 +108,23 @@ func (a *Apps) Verify(_ context.Context, token string) (appID string, err error)
 }
 
 // Consume marks a limited-use token used, through the App Check API, and
-// reports whether it had been used before. A token the API calls invalid
-// (403) is UNAUTHENTICATED; any other failure is UNAVAILABLE.
+// reports whether it had been used before. The token was verified first,
+// so the API refusing it (403) means the functions may not call it: their
+// service account lacks the App Check Token Verifier role, which is logged
+// as an error and answered UNAVAILABLE, not blamed on the caller. A token
+// the API cannot read (400) is UNAUTHENTICATED; any other failure is
+// UNAVAILABLE.
 func (a *Apps) Consume(ctx context.Context, token string) (bool, error) {
 	resp, err := a.api.Projects.VerifyAppCheckToken("projects/"+a.project,
 		&appcheckapi.GoogleFirebaseAppcheckV1betaVerifyAppCheckTokenRequest{AppCheckToken: token}).Context(ctx).Do()
-	if gerr, ok := errors.AsType[*googleapi.Error](err); ok && (gerr.Code == http.StatusForbidden || gerr.Code == http.StatusBadRequest) {
-		return false, &errs.Error{Code: errs.Unauthenticated, Field: "X-Firebase-AppCheck", Err: err,
-			Message: "X-Firebase-AppCheck is not a limited-use App Check token of this project"}
+	if gerr, ok := errors.AsType[*googleapi.Error](err); ok {
+		switch gerr.Code {
+		case http.StatusBadRequest:
+			return false, &errs.Error{Code: errs.Unauthenticated, Field: "X-Firebase-AppCheck", Err: err,
+				Message: "X-Firebase-AppCheck is not a limited-use App Check token of this project"}
+		case http.StatusForbidden:
+			logging.FromContext(ctx).Error("the App Check API refused to consume a verified token: grant the functions' service account the Firebase App Check Token Verifier role (roles/firebaseappcheck.tokenVerifier), or remove APP_CHECK_CONSUME", "error", err.Error())
+		}
 	}
 	if err != nil {
 		return false, errs.Retryable(err, time.Second, "cannot reach the App Check API right now; retry shortly")

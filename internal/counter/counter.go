@@ -95,6 +95,10 @@ type Counter struct {
 	// Deleted is set on the document of a deleted counter (a tombstone)
 	// until everything under it is gone.
 	Deleted Deletion
+	// Legacy is set when the document predates Origin and Ranked (written
+	// by an earlier version): they are inferred from Owner, and the next
+	// roll-up or reconcile writes them.
+	Legacy bool
 }
 
 // Origin is who created a counter.

@@ -127,6 +127,20 @@ func decodeCounter(pd *pb.Document) (counter.Counter, error) {
 	if err := d.done(r); err != nil {
 		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", d.id)
 	}
+	if c.Origin == "" {
+		// Before origins, a counter without an owner was an admin's, and
+		// only an admin's counters are ranked unless an admin says so.
+		c.Legacy, c.Origin = true, counter.ByUser
+		if c.Owner == "" {
+			c.Origin = counter.ByAdmin
+		}
+		c.Ranked = c.Origin == counter.ByAdmin
+	}
+	if c.NumShards < counter.MinShards || c.NumShards > counter.MaxShards {
+		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
+			d.id, c.NumShards, counter.MinShards, counter.MaxShards)
+	}
+
 	if c.NumShards < counter.MinShards || c.NumShards > counter.MaxShards {
 		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
 			d.id, c.NumShards, counter.MinShards, counter.MaxShards)

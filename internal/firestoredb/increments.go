@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
 )
 
 // IncrementOp is one increment of a shared commit.
@@ -18,7 +19,16 @@ type IncrementOp struct {
 	// is two keys. An empty Key applies the delta without a record. On a
 	// unique counter, User is the member the op adds (+1) or removes (−1).
 	User, Key string
+	// Ledger is the ledger of the request the op came from, which books
+	// its share of what the commit reads (nil: none).
+	Ledger *ledger.Ledger
 }
+
+// MaxReadsPerOp bounds the reads one op's share of an Apply comes to: per
+// commit, the members or keys of its ops (one each) and a SUM, for at most
+// maxApplyAttempts commits of its group and two more at each halving of a
+// batch of at most 500.
+const MaxReadsPerOp = 3 * (maxApplyAttempts + 2*9)
 
 // IncrementResult is the outcome of one IncrementOp.
 type IncrementResult struct {
@@ -58,6 +68,15 @@ type IncrementResult struct {
 // UNAVAILABLE error may hide a commit that was applied after all (its
 // answer was lost), which a retry with the same key settles.
 func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []IncrementResult {
+	ctx, reads := ledger.New(ctx, true)
+	defer func() {
+		// The commits read for every op in them: each op's request books
+		// its share.
+		share := (int(reads.Reads()) + len(ops) - 1) / len(ops)
+		for _, op := range ops {
+			op.Ledger.Book(share)
+		}
+	}()
 	results := make([]IncrementResult, len(ops))
 	c, err := s.liveCached(ctx, id)
 	if err != nil {

@@ -31,6 +31,9 @@ func (s *Rollups) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time,
 		fieldSlowCommits:  intValue(c.Sums.Slow),
 		fieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
 	}
+	if c.Legacy {
+		fields[fieldOrigin], fields[fieldRanked] = stringValue(string(c.Origin)), boolValue(c.Ranked)
+	}
 	if r.Reshard {
 		fields[fieldNumShards] = intValue(int64(c.NumShards))
 		fields[fieldReshard] = reshardValue(c.Reshard)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,11 @@ import (
 
 // fakeApps stands in for Google's App Check service, which cannot run
 // here: "good-app" and "once-*" tokens are valid, and a "once-*" token
-// can be consumed once.
-type fakeApps struct{ used *sync.Map }
+// can be consumed once; consumed counts the calls of its API.
+type fakeApps struct {
+	used     *sync.Map
+	consumed *atomic.Int64
+}
 
 func (fakeApps) Verify(_ context.Context, token string) (string, error) {
 	switch {
@@ -26,6 +30,7 @@ func (fakeApps) Verify(_ context.Context, token string) (string, error) {
 }
 
 func (f fakeApps) Consume(_ context.Context, token string) (bool, error) {
+	f.consumed.Add(1)
 	_, used := f.used.LoadOrStore(token, true)
 	return used, nil
 }
@@ -38,8 +43,8 @@ func TestAppCheck(t *testing.T) {
 	}
 	var gotApp string
 	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
-		apps := fakeApps{&sync.Map{}}
-		ac := &AppCheck{Mode: mode, Verifier: func() (AppVerifier, error) { return apps, nil },
+		apps := fakeApps{&sync.Map{}, &atomic.Int64{}}
+		ac := &AppCheck{Mode: mode, Verifier: func(context.Context) (AppVerifier, error) { return apps, nil },
 			Consume: map[string]bool{"like": true}}
 		e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: ac}
 		endpoint := func(name string) http.HandlerFunc {
@@ -86,5 +91,46 @@ func TestAppCheck(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+func TestAppCheckConsumesOnlyWhatABudgetPaidFor(t *testing.T) {
+	// One limited-use token, replayed: each replay called the App Check
+	// API, before the caller's budget was even looked at. Now a call the
+	// budget refuses consumes nothing, and a replay of a token this
+	// instance saw consumed is refused without a call.
+	apps := fakeApps{&sync.Map{}, &atomic.Int64{}}
+	users := func() (Authenticator, error) {
+		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
+	}
+	budget := 1
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: &AppCheck{Mode: AppCheckEnforce,
+		Verifier: func(context.Context) (AppVerifier, error) { return apps, nil }, Consume: map[string]bool{"like": true}}}
+	like := e.Handler(Endpoint{Name: "like", Method: "POST", Public: true, MaxBody: 1024,
+		Admit: func(context.Context, *Request) error {
+			if budget == 0 {
+				return errs.New(errs.ResourceExhausted, "budget spent")
+			}
+			budget--
+			return nil
+		},
+		Handle: func(context.Context, *Request) (int, any, error) { return 200, map[string]any{}, nil }})
+	headers := []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "once-7"}
+	if r := call(like, "POST", "/x", ctJSON, `{"data":{}}`, headers...); r.status != 200 {
+		t.Fatalf("first use: %d %s", r.status, r.body)
+	}
+	for range 100 {
+		if r := call(like, "POST", "/x", ctJSON, `{"data":{}}`, headers...); r.status != 429 {
+			t.Fatalf("a replay once the budget is spent: %d %s, want 429", r.status, r.body)
+		}
+	}
+	budget = 100
+	for range 100 {
+		if r := call(like, "POST", "/x", ctJSON, `{"data":{}}`, headers...); r.status != 401 {
+			t.Fatalf("a replay: %d %s, want 401", r.status, r.body)
+		}
+	}
+	if n := apps.consumed.Load(); n != 1 {
+		t.Errorf("the App Check API was called %d times for one token, want 1", n)
 	}
 }

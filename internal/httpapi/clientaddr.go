@@ -30,8 +30,8 @@ func ParseProxies(v string) (Proxies, error) {
 		return Proxies{}, nil
 	}
 	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 || n > 10 {
-			return Proxies{}, fmt.Errorf("a hop count must be between 0 and 10, got %d", n)
+		if n < 0 || n > maxHops {
+			return Proxies{}, fmt.Errorf("a hop count must be between 0 and %d, got %d", maxHops, n)
 		}
 		return Proxies{Hops: n}, nil
 	}
@@ -46,42 +46,63 @@ func ParseProxies(v string) (Proxies, error) {
 	return p, nil
 }
 
+// maxHops bounds the proxies trusted by count (TRUSTED_PROXIES=10).
+const maxHops = 10
+
 // ClientAddr is the address a request's budgets count it under. Deployed,
 // the platform's front end appended the connecting address to
 // X-Forwarded-For; locally the peer is that address, appended here.
 // Walking from the right, trusted proxies are skipped; the first other hop
 // is the client. A hop that is not an address, or a request with fewer hops
-// than trusted proxies, counts under the last hop the platform saw.
+// than trusted proxies, counts under the last hop the platform saw. Only
+// the last maxHops+1 hops are read, however long the header.
 func (p Proxies) ClientAddr(r *http.Request, deployed bool) string {
 	peer := peerAddr(r)
-	var hops []string
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for h := range strings.SplitSeq(v, ",") {
-			hops = append(hops, strings.TrimSpace(h))
-		}
-	}
-	switch {
-	case !deployed && p.Hops == 0 && len(p.CIDRs) == 0:
+	if !deployed && p.Hops == 0 && len(p.CIDRs) == 0 {
 		return peer // locally, with no proxy: the peer
-	case !deployed || len(hops) == 0:
+	}
+	var hops []string // from the right
+	if !deployed {
 		hops = append(hops, peer)
 	}
-	last := hops[len(hops)-1]
-	i := len(hops) - 1
-	if len(p.CIDRs) > 0 {
-		for i > 0 && p.trusted(hops[i]) {
-			i--
-		}
-	} else {
-		i -= p.Hops
+	hopsFromRight(r, func(h string) bool {
+		hops = append(hops, h)
+		return len(hops) <= maxHops
+	})
+	if len(hops) == 0 {
+		hops = append(hops, peer)
 	}
-	if i < 0 {
-		return last
+	i := p.Hops
+	if len(p.CIDRs) > 0 {
+		for i = 0; i < len(hops)-1 && p.trusted(hops[i]); i++ {
+		}
+	}
+	if i >= len(hops) {
+		return hops[0]
 	}
 	if a, err := netip.ParseAddr(strings.Trim(hops[i], "[]")); err == nil {
 		return a.Unmap().String()
 	}
-	return last
+	return hops[0]
+}
+
+// hopsFromRight calls f with each hop of X-Forwarded-For, the last one
+// first, until f returns false.
+func hopsFromRight(r *http.Request, f func(hop string) bool) {
+	values := r.Header.Values("X-Forwarded-For")
+	for k := len(values) - 1; k >= 0; k-- {
+		v := values[k]
+		for {
+			j := strings.LastIndexByte(v, ',')
+			if !f(strings.TrimSpace(v[j+1:])) {
+				return
+			}
+			if j < 0 {
+				break
+			}
+			v = v[:j]
+		}
+	}
 }
 
 func (p Proxies) trusted(hop string) bool {

@@ -49,9 +49,12 @@ type Request struct {
 	// (Proxies.ClientAddr).
 	ClientAddr string
 	// AppID is the Firebase app of a valid App Check token, if any.
-	AppID    string
-	Callable bool
-	HTTP     *http.Request
+	AppID string
+	// appToConsume is the app of a verified App Check token to consume
+	// once the caller's budget paid for the call.
+	appToConsume string
+	Callable     bool
+	HTTP         *http.Request
 
 	header http.Header // of the response
 	input  []byte      // a JSON object: the plain body or the callable data
@@ -178,6 +181,12 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	// the method and the content type, the size (the body is read but not
 	// parsed), the caller's ID token and App Check token, the caller's
 	// budget for a call, and only then the body's JSON.
+	// Before the body is read, a public function's caller may be a
+	// callable SDK or a plain client: its errors take both shapes.
+	early := WriteError
+	if ep.Public {
+		early = writeEarlyError
+	}
 	var body []byte
 	switch {
 	case r.Method == http.MethodGet && ep.Method == http.MethodGet:
@@ -186,12 +195,12 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 			if ep.Method != http.MethodPost {
 				return notAllowed(callableHint)
 			}
-			return WriteError(w, &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
+			return early(w, &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
 				Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))})
 		}
 		var err error
 		if body, err = readBody(w, r, ep.MaxBody); err != nil {
-			return WriteError(w, err)
+			return early(w, err)
 		}
 	default:
 		return notAllowed("")
@@ -221,6 +230,9 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		if err := ep.Admit(ctx, req); err != nil {
 			return writeEarlyError(w, err)
 		}
+	}
+	if err := e.consumeApp(ctx, req); err != nil {
+		return writeEarlyError(w, err)
 	}
 
 	switch data, callable := callableData(body); {

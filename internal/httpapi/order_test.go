@@ -24,7 +24,7 @@ func orderedEdge(admit *atomic.Bool, handled *atomic.Int64) http.HandlerFunc {
 				return Caller{UID: "u1"}, nil
 			}, nil
 		},
-		AppCheck: &AppCheck{Mode: AppCheckEnforce, Verifier: func() (AppVerifier, error) { return fakeApps{}, nil }},
+		AppCheck: &AppCheck{Mode: AppCheckEnforce, Verifier: func(context.Context) (AppVerifier, error) { return fakeApps{}, nil }},
 	}
 	return e.Handler(Endpoint{Name: "x", Method: http.MethodPost, Public: true, MaxBody: 1 << 20,
 		Admit: func(context.Context, *Request) error {

@@ -41,21 +41,23 @@ func decodeItems(_ context.Context, req *Request) (int, any, error) {
 	return 200, map[string]int{"items": len(b.List)}, nil
 }
 
-// timeOf returns the least of three runs of body through h, as a callable
-// and as a plain request: the least, so a scheduler's hiccup is not a
-// finding.
+// timeOf returns how long body takes through h, as a plain request and
+// as a callable, whichever is slower: for each form the least of three
+// runs, so a scheduler's hiccup is not a finding.
 func timeOf(h http.HandlerFunc, body []byte) time.Duration {
-	best := time.Hour
-	for range 3 {
-		for _, b := range [][]byte{body, append(append([]byte(`{"data":`), body...), '}')} {
+	var worst time.Duration
+	for _, b := range [][]byte{body, append(append([]byte(`{"data":`), body...), '}')} {
+		best := time.Hour
+		for range 3 {
 			req := httptest.NewRequest("POST", "/x", bytes.NewReader(b))
 			req.Header.Set("Content-Type", ctJSON)
 			start := time.Now()
 			h(httptest.NewRecorder(), req)
 			best = min(best, time.Since(start))
 		}
+		worst = max(worst, best)
 	}
-	return best
+	return worst
 }
 
 func FuzzEdgeTime(f *testing.F) {

@@ -45,8 +45,11 @@ func Pay(ctx context.Context, reads int) {
 }
 
 // Read books n documents read (or aggregations) for the request.
-func Read(ctx context.Context, n int) {
-	l := From(ctx)
+func Read(ctx context.Context, n int) { From(ctx).Book(n) }
+
+// Book books n reads made on the request's behalf elsewhere (a group
+// commit's flush reads for every request in it); nil books nothing.
+func (l *Ledger) Book(n int) {
 	if l == nil {
 		return
 	}

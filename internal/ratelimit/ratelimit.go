@@ -171,7 +171,7 @@ type Limiter struct {
 	limits [2]Limits // by Scope
 	now    func() time.Time
 
-	mu   sync.Mutex // makes "get or add" of a key atomic
+	mu   sync.Mutex // makes a Take atomic over its keys
 	keys *lru.Cache[string, map[Budget]*rate.Limiter]
 }
 
@@ -184,74 +184,86 @@ func New(users, addresses Limits) *Limiter {
 
 // Take takes n tokens of budget b from the bucket of each key (a user's
 // and an address's, say), all or nothing. When they are not all there it
-// returns false and how long until they will be. A nil Limiter, an empty
-// key and an unlimited budget always allow.
+// returns false and how long until the first key that refused has them.
+// A nil Limiter, an empty key and an unlimited budget always allow.
+//
+// A refused request remembers no new key: otherwise requests from fresh
+// addresses, each refused for its user, would fill the memory and push
+// out buckets that are spent (their own user's too), which come back
+// full.
 func (l *Limiter) Take(b Budget, n int, keys ...Key) (bool, time.Duration) {
 	if l == nil {
 		return true, 0
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
 	var taken []*rate.Reservation
-	var wait time.Duration
-	for _, key := range keys {
-		lim := l.bucket(key, b)
-		if lim == nil {
-			continue
-		}
-		if n > lim.Burst() {
-			wait = max(wait, time.Duration(float64(n)/float64(lim.Limit())*float64(time.Second)))
-			continue
-		}
-		r := lim.ReserveN(now, n)
-		if d := r.DelayFrom(now); d > 0 {
-			r.CancelAt(now)
-			wait = max(wait, d)
-			continue
-		}
-		taken = append(taken, r)
-	}
-	if wait > 0 {
+	refuse := func(wait time.Duration) (bool, time.Duration) {
 		for _, r := range taken {
 			r.CancelAt(now)
 		}
 		return false, wait
 	}
+	fresh := map[string]map[Budget]*rate.Limiter{}
+	for _, key := range keys {
+		limit, ok := l.limit(key, b)
+		if !ok {
+			continue
+		}
+		buckets, known := l.keys.Get(key.String())
+		if !known {
+			buckets = map[Budget]*rate.Limiter{}
+			fresh[key.String()] = buckets
+		}
+		lim := buckets[b]
+		if lim == nil {
+			lim = rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst)
+			buckets[b] = lim
+		}
+		if n > lim.Burst() {
+			return refuse(time.Duration(float64(n) / float64(lim.Limit()) * float64(time.Second)))
+		}
+		r := lim.ReserveN(now, n)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			return refuse(d)
+		}
+		taken = append(taken, r)
+	}
+	for k, buckets := range fresh {
+		l.keys.Add(k, buckets)
+	}
 	return true, 0
 }
 
 // Available returns how many tokens of budget b every key's bucket could
-// give now, up to max (max when unlimited).
+// give now, up to max (max when unlimited). It remembers no key.
 func (l *Limiter) Available(b Budget, max int, keys ...Key) int {
 	if l == nil {
 		return max
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, key := range keys {
-		if lim := l.bucket(key, b); lim != nil {
-			max = min(max, int(lim.TokensAt(l.now())))
+		limit, ok := l.limit(key, b)
+		if !ok {
+			continue
 		}
+		tokens := limit.Burst // a key not seen yet has a full bucket
+		if buckets, known := l.keys.Peek(key.String()); known && buckets[b] != nil {
+			tokens = int(buckets[b].TokensAt(l.now()))
+		}
+		max = min(max, tokens)
 	}
 	return max
 }
 
-func (l *Limiter) bucket(key Key, b Budget) *rate.Limiter {
-	if l == nil || key.ID == "" {
-		return nil
+// limit is key's limit of budget b; false when it has none.
+func (l *Limiter) limit(key Key, b Budget) (Limit, bool) {
+	if key.ID == "" {
+		return Limit{}, false
 	}
 	limit := l.limits[key.Scope][b]
-	if limit.Rate == 0 {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	buckets, ok := l.keys.Get(key.String())
-	if !ok {
-		buckets = map[Budget]*rate.Limiter{}
-		l.keys.Add(key.String(), buckets)
-	}
-	lim := buckets[b]
-	if lim == nil {
-		lim = rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst)
-		buckets[b] = lim
-	}
-	return lim
+	return limit, limit.Rate != 0
 }

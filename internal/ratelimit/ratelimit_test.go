@@ -168,3 +168,25 @@ func TestAddressesHaveLimitsOfTheirOwn(t *testing.T) {
 		t.Errorf("an IPv4-mapped address is %v, not the IPv4 one", got)
 	}
 }
+
+func TestARefusedTakeRemembersNoNewKey(t *testing.T) {
+	// A user with a spent budget, calling from a thousand fresh addresses:
+	// each address's bucket was remembered though the call was refused,
+	// so enough of them pushed the user's spent bucket out of memory, and
+	// it came back full.
+	now := time.Unix(1000, 0)
+	l := New(Limits{Increment: {Rate: 0.001, Burst: 1}}, Limits{Increment: {Rate: 10, Burst: 10}})
+	fixedClock(l, &now)
+	if ok, _ := l.Take(Increment, 1, User("u"), Address("192.0.2.1")); !ok {
+		t.Fatal("the first call refused")
+	}
+	for i := range 1000 {
+		if ok, _ := l.Take(Increment, 1, User("u"), Address(fmt.Sprintf("10.0.%d.%d", i/256, i%256))); ok {
+			t.Fatalf("call %d of a spent user allowed", i)
+		}
+		l.Available(Increment, 1, User("w"), Address(fmt.Sprintf("10.1.%d.%d", i/256, i%256)))
+	}
+	if n := l.keys.Len(); n != 2 {
+		t.Errorf("%d keys remembered after refusals and availability checks, want 2 (the user and its first address)", n)
+	}
+}

@@ -38,7 +38,8 @@ func (r *Roller) Heal(ctx context.Context, id string, deleted bool) (Outcome, er
 
 // Reconcile recomputes a counter's total and writes it if the stored one
 // differs, whatever the cadence: it heals a roll-up whose last event was
-// lost, and finishes a shrink's merge on a counter nobody writes to. On a
+// lost, finishes a shrink's merge on a counter nobody writes to, and
+// writes the fields an earlier version's document lacks (Legacy). On a
 // unique counter it also audits the shards against the members, counted
 // at the same read time: the member count is the truth, and a difference
 // is corrected on the shards in the same commit, and logged.
@@ -66,7 +67,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			drift = members - sums.Count
 			sums.Count = members
 		}
-		if sums.Count == c.Count && !merged && drift == 0 {
+		if sums.Count == c.Count && !merged && drift == 0 && !c.Legacy {
 			return Outcome{Checked: true}, nil
 		}
 		ok, err := r.write(ctx, c, sums, readTime, merged, drift)

@@ -13,6 +13,7 @@ import (
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/groupcommit"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 )
@@ -180,6 +181,7 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	if err := a.authorize(req, c, &op); err != nil {
 		return 0, nil, err
 	}
+	op.Ledger = ledger.From(ctx)
 	results, err := a.increments.Do(ctx, id, []firestoredb.IncrementOp{op})
 	if err != nil {
 		return 0, nil, unknownOutcome(ctx, err)
@@ -259,6 +261,7 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 			fail(i, errs.Under(fmt.Sprintf("increments[%d].", i), err))
 			continue
 		}
+		op.Ledger = ledger.From(ctx)
 		ops[i] = op
 		if groups[id] == nil {
 			order = append(order, id)

@@ -112,11 +112,11 @@ func (a *app) allow(ctx context.Context, req *httpapi.Request, b ratelimit.Budge
 // a budget pays for: the most its handler reads for it. A request that
 // reads more is logged as reading without a budget (internal/ledger).
 var readsPaid = map[ratelimit.Budget]int{
-	ratelimit.Call:      0,                      // it pays for checking and decoding a call
-	ratelimit.Increment: 1,                      // the counter's document, unless cached
-	ratelimit.Read:      2,                      // the counter's document, the caller's member document
-	ratelimit.Strong:    3,                      // the counter's document, a SUM of its shards, the member document
-	ratelimit.History:   windows.MaxBuckets + 2, // a bucket each, and what read pays for
+	ratelimit.Call:      0,                             // it pays for checking and decoding a call
+	ratelimit.Increment: 1 + firestoredb.MaxReadsPerOp, // the counter's document, unless cached, and a share of its commit's reads
+	ratelimit.Read:      2,                             // the counter's document, the caller's member document
+	ratelimit.Strong:    3,                             // the counter's document, a SUM of its shards, the member document
+	ratelimit.History:   windows.MaxBuckets + 2,        // a bucket each, and what read pays for
 	ratelimit.Top:       topReads,
 	ratelimit.List:      maxListLimit,
 	// Owners' actions and creations read what they change: a reshard

@@ -60,8 +60,12 @@ type app struct {
 	increments   *groupcommit.Batcher[firestoredb.IncrementOp, firestoredb.IncrementResult]
 	authenticate httpapi.Authenticator // checks tokens; with AUTH=off only those sent
 
-	appsMu sync.Mutex
-	apps   *auth.Apps // App Check, built on first use
+	// App Check's verifier, built on first use (appVerifier).
+	appsMu       sync.Mutex
+	apps         *auth.Apps
+	appsBuild    chan struct{} // closed when the build under way ends
+	appsErr      error         // the last build's failure…
+	appsFailedAt time.Time     // …and when
 
 	rollupEvents atomic.Int64 // rollupCounter invocations
 }
@@ -88,6 +92,9 @@ func (s *Server) setup() {
 		if err != nil {
 			s.cfgErr = errors.Join(s.cfgErr, err)
 		}
+		if len(consume) > 0 && s.cfg.AppCheck == httpapi.AppCheckOff {
+			s.cfgErr = errors.Join(s.cfgErr, errors.New("APP_CHECK_CONSUME consumes App Check tokens, which APP_CHECK=off does not check: set APP_CHECK=monitor or enforce"))
+		}
 		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
@@ -95,12 +102,12 @@ func (s *Server) setup() {
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
 			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies}
 		if s.cfg.AppCheck != httpapi.AppCheckOff {
-			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Verifier: func() (httpapi.AppVerifier, error) {
+			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Verifier: func(ctx context.Context) (httpapi.AppVerifier, error) {
 				a, err := s.get()
 				if err != nil {
 					return nil, err
 				}
-				return a.appVerifier()
+				return a.appVerifier(ctx)
 			}}
 		}
 		s.edge.Authenticate = func() (httpapi.Authenticator, error) {
@@ -269,21 +276,53 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 // appVerifier returns the App Check verifier, building it on first use:
 // it fetches App Check's public keys, within FIRESTORE_DEADLINE; a
 // failure answers 503 and the next request tries again.
-func (a *app) appVerifier() (httpapi.AppVerifier, error) {
+func (a *app) appVerifier(ctx context.Context) (httpapi.AppVerifier, error) {
 	a.appsMu.Lock()
-	defer a.appsMu.Unlock()
 	if a.apps != nil {
+		defer a.appsMu.Unlock()
 		return a.apps, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FirestoreDeadline)
+	if a.appsBuild == nil {
+		if time.Since(a.appsFailedAt) < time.Second {
+			defer a.appsMu.Unlock()
+			return nil, a.appsErr // a failed fetch is tried again a second later, not per request
+		}
+		a.appsBuild = make(chan struct{})
+		go a.buildAppVerifier(a.appsBuild)
+	}
+	built := a.appsBuild
+	a.appsMu.Unlock()
+	select {
+	case <-built:
+	case <-ctx.Done():
+		return nil, errs.Retryable(ctx.Err(), time.Second, "cannot check App Check tokens right now; retry shortly")
+	}
+	a.appsMu.Lock()
+	defer a.appsMu.Unlock()
+	if a.apps == nil {
+		return nil, a.appsErr
+	}
+	return a.apps, nil
+}
+
+// buildAppVerifier fetches App Check's keys once for every request that
+// waits (each within its own deadline), and keeps the verifier, or the
+// error, when it is done.
+func (a *app) buildAppVerifier(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), appVerifierFetch)
 	defer cancel()
 	apps, err := auth.NewApps(ctx, a.db.ProjectID(), auth.AppsOptions{JWKSURL: a.cfg.AppCheckJWKS, APIURL: a.cfg.AppCheckAPI})
+	a.appsMu.Lock()
+	defer a.appsMu.Unlock()
 	if err != nil {
-		return nil, err
+		a.appsErr, a.appsFailedAt = errs.Retryable(err, time.Second, "cannot check App Check tokens right now; retry shortly"), time.Now()
 	}
-	a.apps = apps
-	return apps, nil
+	a.apps, a.appsBuild = apps, nil
+	close(done)
 }
+
+// appVerifierFetch bounds one fetch of App Check's public keys.
+const appVerifierFetch = 10 * time.Second
 
 // localPageTokenKey signs page tokens on the emulators only.
 const localPageTokenKey = "shardcount local development page-token key"

@@ -103,6 +103,13 @@ func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
 // TestOnlyPageTokenSignersNeedTheSecret: deployed, queryInstruments refuses
 // to start without PAGE_TOKEN_SECRET (its tokens could be forged), while a
 // counters function, which signs none, starts without it.
+func TestConsumingWithoutAppCheckIsRefused(t *testing.T) {
+	s := serverWith(map[string]string{"APP_CHECK_CONSUME": "incrementCounter", "K_SERVICE": "incrementcounter", "FUNCTION_TARGET": "incrementCounter", "GOOGLE_CLOUD_PROJECT": "p"})
+	if err := s.StartupError(); err == nil || !strings.Contains(err.Error(), "APP_CHECK=off") {
+		t.Errorf("APP_CHECK_CONSUME without APP_CHECK: %v, want it refused", err)
+	}
+}
+
 func TestOnlyPageTokenSignersNeedTheSecret(t *testing.T) {
 	deployed := func(target string) *Server {
 		return serverWith(map[string]string{"K_SERVICE": strings.ToLower(target), "FUNCTION_TARGET": target, "GOOGLE_CLOUD_PROJECT": "p"})

@@ -117,6 +117,13 @@ func (s *Service) API(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, `{}`)
 }
 
+// Consumed is how many distinct tokens the API consumed so far.
+func (s *Service) Consumed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.used)
+}
+
 // Register serves the JWKS at prefix/jwks, tokens at prefix/token and the
 // API under prefix/v1beta/.
 func (s *Service) Register(mux *http.ServeMux, prefix string) {

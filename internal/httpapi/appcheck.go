@@ -1,0 +1,180 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/logging"
+)
+
+// AppCheckMode is how public endpoints treat App Check tokens (APP_CHECK).
+type AppCheckMode string
+
+const (
+	AppCheckOff AppCheckMode = "off"
+	// AppCheckMonitor checks and counts the tokens, refusing nothing.
+	AppCheckMonitor AppCheckMode = "monitor"
+	// AppCheckEnforce refuses an end user's call without a valid token.
+	AppCheckEnforce AppCheckMode = "enforce"
+)
+
+// AppVerifier checks App Check tokens (internal/auth, with the Admin SDK).
+type AppVerifier interface {
+	// Verify returns the Firebase app id of a valid token. An invalid token
+	// is an UNAUTHENTICATED error; a check that cannot be made now is
+	// UNAVAILABLE.
+	Verify(ctx context.Context, token string) (appID string, err error)
+	// Consume marks a limited-use token used, and reports whether it had
+	// been used before.
+	Consume(ctx context.Context, token string) (alreadyUsed bool, err error)
+}
+
+// AppCheck is how public endpoints check the App Check token
+// (X-Firebase-AppCheck) of an end user's call; admins (an app's own
+// backends) are exempt.
+type AppCheck struct {
+	Mode AppCheckMode
+	// Verifier returns the token checker; it is looked up per request,
+	// within its context, so it may be built lazily.
+	Verifier func(ctx context.Context) (AppVerifier, error)
+	// Consume names the endpoints whose calls must carry a limited-use
+	// token, consumed on use: a replayed token is refused.
+	Consume map[string]bool
+
+	mu       sync.Mutex
+	outcomes map[string]int64
+	consumed *lru.Cache[[sha256.Size]byte, struct{}] // tokens this instance saw consumed
+}
+
+// maxConsumed bounds the consumed tokens an instance remembers: a replay
+// of one of them is refused without asking the App Check API.
+const maxConsumed = 100_000
+
+// App Check outcomes, as counted and logged.
+const (
+	AppCheckValid      = "valid"
+	AppCheckMissing    = "missing"
+	AppCheckInvalid    = "invalid"
+	AppCheckReplayed   = "replayed"
+	AppCheckUnverified = "unverified" // the check could not be made (503 when enforced)
+)
+
+// Outcomes returns how many checks had each outcome so far.
+func (a *AppCheck) Outcomes() map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int64, len(a.outcomes))
+	for k, v := range a.outcomes {
+		out[k] = v
+	}
+	return out
+}
+
+// appCheckApplies says whether a request's App Check token is checked.
+func (e *Edge) appCheckApplies(req *Request) bool {
+	a := e.AppCheck
+	return a != nil && a.Mode != AppCheckOff && a.Mode != "" && !req.Admin
+}
+
+// checkApp verifies the request's App Check token, once its caller is
+// known; in monitor mode it only counts and logs the outcome. A token to
+// consume is consumed later (consumeApp), once the caller's budget paid
+// for the call: replaying one token must not cost a call to the App Check
+// API each time.
+func (e *Edge) checkApp(ctx context.Context, ep Endpoint, req *Request) error {
+	if !e.appCheckApplies(req) {
+		return nil
+	}
+	a := e.AppCheck
+	outcome, appID, err := a.verify(ctx, req.HTTP.Header.Get(appCheckHeader))
+	if outcome == AppCheckValid && a.Consume[ep.Name] {
+		req.appToConsume = appID
+		return nil // counted once consumed
+	}
+	return e.appOutcome(ctx, req, outcome, appID, err)
+}
+
+// consumeApp consumes the request's limited-use token, if it is to be.
+func (e *Edge) consumeApp(ctx context.Context, req *Request) error {
+	if req.appToConsume == "" {
+		return nil
+	}
+	outcome, err := e.AppCheck.consume(ctx, req.HTTP.Header.Get(appCheckHeader))
+	return e.appOutcome(ctx, req, outcome, req.appToConsume, err)
+}
+
+const appCheckHeader = "X-Firebase-AppCheck"
+
+// appOutcome counts and logs a check's outcome, and returns the error to
+// answer: none in monitor mode.
+func (e *Edge) appOutcome(ctx context.Context, req *Request, outcome, appID string, err error) error {
+	a := e.AppCheck
+	a.mu.Lock()
+	if a.outcomes == nil {
+		a.outcomes = map[string]int64{}
+	}
+	a.outcomes[outcome]++
+	a.mu.Unlock()
+	logging.Annotate(ctx, "app_check", outcome)
+	if outcome == AppCheckValid {
+		req.AppID = appID
+		return nil
+	}
+	if a.Mode == AppCheckMonitor {
+		return nil
+	}
+	return err
+}
+
+func (a *AppCheck) verify(ctx context.Context, token string) (outcome, appID string, err error) {
+	if token == "" {
+		return AppCheckMissing, "", &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
+			Message: "X-Firebase-AppCheck is missing: this function accepts calls from your apps only (App Check)"}
+	}
+	v, err := a.Verifier(ctx)
+	if err != nil {
+		return AppCheckUnverified, "", err
+	}
+	if appID, err = v.Verify(ctx, token); err != nil {
+		if errs.Is(err, errs.Unauthenticated) {
+			return AppCheckInvalid, "", err
+		}
+		return AppCheckUnverified, "", err
+	}
+	return AppCheckValid, appID, nil
+}
+
+func (a *AppCheck) consume(ctx context.Context, token string) (outcome string, err error) {
+	replayed := &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
+		Message: "X-Firebase-AppCheck was used before: this function takes a limited-use token once (limitedUseAppCheckTokens)"}
+	sum := sha256.Sum256([]byte(token))
+	a.mu.Lock()
+	if a.consumed == nil {
+		a.consumed, _ = lru.New[[sha256.Size]byte, struct{}](maxConsumed) // size > 0 never fails
+	}
+	seen := a.consumed.Contains(sum)
+	a.mu.Unlock()
+	if seen {
+		return AppCheckReplayed, replayed
+	}
+	v, err := a.Verifier(ctx)
+	if err != nil {
+		return AppCheckUnverified, err
+	}
+	used, err := v.Consume(ctx, token)
+	if err != nil {
+		if errs.Is(err, errs.Unauthenticated) {
+			return AppCheckInvalid, err
+		}
+		return AppCheckUnverified, err
+	}
+	a.consumed.Add(sum, struct{}{})
+	if used {
+		return AppCheckReplayed, replayed
+	}
+	return AppCheckValid, nil
+}
