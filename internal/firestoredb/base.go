@@ -86,7 +86,7 @@ type Options struct {
 //
 //	counters/{id}                          num_shards, count, rollup_as_of, created_at, owner, unique, origin, ranked,
 //	                                       rollups, shard_commits, slow_commits, write_rate, activity_as_of,
-//	                                       reshard, deleted_at, purge_after
+//	                                       reshard, reset_at, deleted_at, purge_after, purged
 //	counters/{id}/shards/{0..N-1}          count, commits, slow (created by the first increment landing on it)
 //	counters/{id}/idempotency_keys/{hash}  delta, shard, member, changed, expire_at (TTL)
 //	counters/{id}/rollup_slots/{due}       holder, expire_at (TTL): a roll-up claimed for due

@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -78,6 +79,8 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 		}
 		w := createWrite(name, fields)
 		switch {
+		case errors.Is(err, errReplaced):
+			continue // the id's document changed meanwhile: read it again
 		case err != nil:
 			return counter.Counter{}, err
 		case old.ID == "": // nothing under the id
@@ -85,6 +88,9 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID)
 		default:
 			version, err := s.freeTombstone(ctx, old)
+			if errors.Is(err, errReplaced) {
+				continue // created, or the tombstone dropped, meanwhile
+			}
 			if err != nil {
 				return counter.Counter{}, err
 			}
@@ -98,10 +104,10 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 			c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, at, at
 			s.remember(c, s.now())
 			return c, nil
-		case codes.NotFound:
-			continue // the tombstone was dropped meanwhile: the id is free
-		case codes.AlreadyExists, codes.FailedPrecondition:
-			return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", c.ID) // created meanwhile
+		case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+			// Created, or the tombstone purged on or dropped, meanwhile:
+			// only a read says whether the id is taken.
+			continue
 		default:
 			return counter.Counter{}, classify(err, "create counter "+c.ID)
 		}
@@ -136,11 +142,6 @@ func decodeCounter(pd *pb.Document) (counter.Counter, error) {
 		}
 		c.Ranked = c.Origin == counter.ByAdmin
 	}
-	if c.NumShards < counter.MinShards || c.NumShards > counter.MaxShards {
-		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
-			d.id, c.NumShards, counter.MinShards, counter.MaxShards)
-	}
-
 	if c.NumShards < counter.MinShards || c.NumShards > counter.MaxShards {
 		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
 			d.id, c.NumShards, counter.MinShards, counter.MaxShards)

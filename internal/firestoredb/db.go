@@ -198,7 +198,9 @@ func (db *DB) getAt(ctx context.Context, names []string, readTime time.Time) ([]
 		if d := r.GetFound(); d != nil {
 			byName[d.GetName()] = d
 		}
-		if t := r.GetReadTime(); t != nil && (at.IsZero() || t.AsTime().Before(at)) {
+		// Each answer's document is unchanged up to every later answer's
+		// read time: the snapshot of them all is at the latest.
+		if t := r.GetReadTime(); t != nil && t.AsTime().After(at) {
 			at = t.AsTime()
 		}
 	}

@@ -46,7 +46,7 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		if c.IsDeleted() {
 			return nil, nil
 		}
-		now := s.now()
+		now := s.now().Truncate(time.Microsecond) // as Firestore keeps it
 		tomb = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
 		// count 0: rankings by total (count > 0) forget it at once.
 		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0)}
@@ -94,7 +94,8 @@ func (s *Counters) Purge(ctx context.Context, id string) (bool, error) {
 // freeTombstone makes the id of deleted counter tomb usable again for
 // Create: once purge_after has passed, it purges what is left and returns
 // the tombstone's version for Create to replace. Before, it is
-// FAILED_PRECONDITION with Retry-After.
+// FAILED_PRECONDITION with Retry-After; errReplaced when the tombstone
+// changed meanwhile.
 func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) (time.Time, error) {
 	if wait := tomb.Deleted.PurgeAfter.Sub(s.now()); wait > 0 {
 		return time.Time{}, &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
@@ -104,7 +105,7 @@ func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) (tim
 	version, done, err := s.purge(ctx, tomb, false)
 	switch {
 	case errors.Is(err, errReplaced):
-		return time.Time{}, errs.New(errs.AlreadyExists, "counter %q already exists", tomb.ID) // created meanwhile
+		return time.Time{}, err // created, or dropped, meanwhile: Create reads it again
 	case err != nil || !done:
 		return time.Time{}, errs.Retryable(err, retryAfter, "counter_id %q: the documents of its deleted counter are still being removed; retry", tomb.ID)
 	}
@@ -114,15 +115,14 @@ func (s *Counters) freeTombstone(ctx context.Context, tomb counter.Counter) (tim
 // adoptOrphans looks for documents under an id with no counter document
 // (deleted by hand, or left by a purge's last roll-up): if there are any,
 // it makes the id a tombstone, free at once, which Create purges like any
-// other. A creation of the id meanwhile makes it ALREADY_EXISTS: the
-// orphans may be the new counter's documents. Nothing under the id: a
-// zero Counter.
+// other. A creation of the id meanwhile is errReplaced: the orphans may be
+// the new counter's documents. Nothing under the id: a zero Counter.
 func (s *Counters) adoptOrphans(ctx context.Context, id string) (counter.Counter, error) {
 	colls, err := s.subcollections(ctx, id)
 	if err != nil || len(colls) == 0 {
 		return counter.Counter{}, err
 	}
-	now := s.now()
+	now := s.now().Truncate(time.Microsecond) // as Firestore keeps it
 	tomb := counter.Counter{ID: id, NumShards: counter.MinShards, Deleted: counter.Deletion{At: now, PurgeAfter: now}}
 	resp, err := s.db.commit(ctx, createWrite(s.counterName(id), map[string]*pb.Value{
 		fieldNumShards: intValue(int64(tomb.NumShards)), fieldCount: intValue(0),
@@ -133,7 +133,7 @@ func (s *Counters) adoptOrphans(ctx context.Context, id string) (counter.Counter
 		tomb.Version = versionOf(resp, 0)
 		return tomb, nil
 	case codes.AlreadyExists:
-		return counter.Counter{}, errs.New(errs.AlreadyExists, "counter %q already exists", id)
+		return counter.Counter{}, errReplaced // created meanwhile: Create reads it again
 	}
 	return counter.Counter{}, classify(err, "adopt the documents under "+id)
 }
@@ -154,6 +154,10 @@ var errReplaced = errors.New("firestoredb: the tombstone was replaced")
 // purges of one tombstone take turns.
 func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone bool) (time.Time, bool, error) {
 	version := c.Version
+	// Whether late writes were over before the listing: one that lands
+	// after it, in a collection already emptied or not listed, must keep
+	// the tombstone for the next purge to find.
+	settled := !s.now().Before(c.Deleted.PurgeAfter)
 	colls, err := s.subcollections(ctx, c.ID)
 	if err != nil {
 		return version, false, err
@@ -187,7 +191,7 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 			return version, false, classify(err, "purge "+coll)
 		}
 	}
-	if s.now().Before(c.Deleted.PurgeAfter) {
+	if !settled {
 		return version, false, nil // late writes may still land
 	}
 	if dropTombstone {
@@ -213,7 +217,7 @@ func (s *Counters) sameTombstone(ctx context.Context, c counter.Counter) (time.T
 		return time.Time{}, errReplaced
 	case err != nil:
 		return time.Time{}, err
-	case !now.IsDeleted() || !now.Deleted.At.Equal(c.Deleted.At):
+	case !now.IsDeleted() || !now.Deleted.At.Equal(c.Deleted.At.Truncate(time.Microsecond)):
 		return time.Time{}, errReplaced
 	}
 	return now.Version, nil
@@ -285,6 +289,9 @@ func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, er
 	if resp != nil {
 		// What this instance knew of the value is off by the reset.
 		s.known.Remove(id)
+		if v, ok := transformResult(resp.GetWriteResults()[1], fieldCount, []string{fieldCommits, fieldCount, fieldSlow}); ok && counter.Saturated(v) {
+			return time.Time{}, errs.New(errs.DataLoss, "a shard of counter %q reached int64's limit, so part of the reset may be lost: reset it again", id)
+		}
 	}
 	return asOf, nil
 }

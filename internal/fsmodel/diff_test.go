@@ -173,6 +173,12 @@ func randomWrite(r *rand.Rand, name string, commits int) (func(w *world) *pb.Wri
 	if r.IntN(4) == 0 {
 		fields["x"] = &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: map[string]*pb.Value{"y": intV(randInt(r))}}}}
 	}
+	if r.IntN(4) == 0 {
+		// A time the client writes, to the nanosecond: kept to the
+		// microsecond.
+		fields["w"] = &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: &timestamppb.Timestamp{
+			Seconds: 1_800_000_000 + r.Int64N(1000), Nanos: r.Int32N(1_000_000_000)}}}
+	}
 	var mask []string
 	if r.IntN(2) == 0 {
 		for _, f := range append(slices.Clone(intFields), "s") {

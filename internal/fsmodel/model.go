@@ -232,7 +232,7 @@ func apply(w *pb.Write, cur *pb.Document, at time.Time) (*pb.Document, error) {
 	next := &pb.Document{Name: u.GetName(), Fields: map[string]*pb.Value{}}
 	if w.GetUpdateMask() == nil {
 		for k, v := range u.GetFields() {
-			next.Fields[k] = proto.Clone(v).(*pb.Value)
+			next.Fields[k] = stored(v)
 		}
 		return next, nil
 	}
@@ -244,12 +244,35 @@ func apply(w *pb.Write, cur *pb.Document, at time.Time) (*pb.Document, error) {
 	for _, path := range w.GetUpdateMask().GetFieldPaths() {
 		v, ok := lookup(u.GetFields(), path)
 		if ok {
-			setPath(next.Fields, path, proto.Clone(v).(*pb.Value))
+			setPath(next.Fields, path, stored(v))
 		} else {
 			deletePath(next.Fields, path)
 		}
 	}
 	return next, nil
+}
+
+// stored is a copy of a written value as Firestore keeps it: timestamps
+// to the microsecond, rounded down.
+func stored(v *pb.Value) *pb.Value {
+	c := proto.Clone(v).(*pb.Value)
+	var walk func(v *pb.Value)
+	walk = func(v *pb.Value) {
+		switch x := v.GetValueType().(type) {
+		case *pb.Value_TimestampValue:
+			x.TimestampValue.Nanos -= x.TimestampValue.Nanos % 1000
+		case *pb.Value_MapValue:
+			for _, f := range x.MapValue.GetFields() {
+				walk(f)
+			}
+		case *pb.Value_ArrayValue:
+			for _, e := range x.ArrayValue.GetValues() {
+				walk(e)
+			}
+		}
+	}
+	walk(c)
+	return c
 }
 
 func splitPath(path string) []string { return strings.Split(path, ".") }

@@ -32,6 +32,24 @@ func (w *world) shardSum(id string, at time.Time) int64 {
 	return s
 }
 
+// liveDuring says whether counter id was live at some time in [from, to].
+func (w *world) liveDuring(id string, from, to time.Time) bool {
+	if isLive(w.counterDoc(id, from)) {
+		return true
+	}
+	for _, rec := range w.commits {
+		if rec.at.Before(from) || rec.at.After(to) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if cid, coll, _ := counterOf(ch.Name); cid == id && coll == "" && isLive(ch.After) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkAlways holds at every commit: a live counter's value stays within
 // ±(2^53 − 1), and a live unique counter's value is its number of members.
 func (w *world) checkAlways(id string) {
@@ -121,20 +139,30 @@ func shardDelta(changes []fsmodel.Change, id string) int64 {
 }
 
 // checkContention: an increment or like fails for contention only when its
-// own user or key was being changed elsewhere at the same time; another
-// user's toggling never fails it.
+// own member or idempotency record was written by another commit while its
+// flush ran; another user's toggling never fails it.
 func (w *world) checkContention(o, flush *op) {
 	if o.err == nil || flush.faulted || !errs.Is(o.err, errs.Unavailable) {
 		return
 	}
-	for _, other := range w.ops {
-		if other != o && other.kind == "increment" && other.counter == o.counter && other.inst != o.inst &&
-			(other.user == o.user || o.key != "" && other.key == o.key) &&
-			other.start.Before(flush.end) && (!other.done || other.end.After(flush.start)) {
-			return // its own user was busy elsewhere
+	for _, rec := range w.commits {
+		if rec.by == flush || rec.at.Before(flush.start) || rec.at.After(flush.end) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if id, coll, doc := counterOf(ch.Name); id == o.counter && coll == firestoredb.MembersCollection && doc == o.user {
+				return // its member changed under it
+			}
+		}
+		if o.key != "" && rec.by != nil && rec.by.kind == "flush" {
+			for _, other := range rec.by.batch {
+				if other.user == o.user && other.key == o.key {
+					return // its key was being recorded elsewhere
+				}
+			}
 		}
 	}
-	w.problem("%s failed (%v) in a flush with no fault: another user's contention", o, o.err)
+	w.problem("%s failed (%v) in a flush with no fault, though nothing wrote its member or key meanwhile", o, o.err)
 }
 
 // checkQuiescence runs once everything is delivered and reconciled.
@@ -175,7 +203,8 @@ func (w *world) checkPurged(id string) {
 		_, coll, due := counterOf(d.GetName())
 		ns, _ := strconv.ParseInt(due, 10, 64)
 		expires := field(d, "expire_at").GetTimestampValue().AsTime()
-		if coll != firestoredb.SlotsCollection || !expires.Equal(time.Unix(0, ns).Add(time.Hour)) {
+		late := d.GetCreateTime().AsTime().After(w.dropped[id])
+		if coll != firestoredb.SlotsCollection || !late || !expires.Equal(time.Unix(0, ns).Add(time.Hour)) {
 			w.problem("deleted counter %s left %s", id, d.GetName()[len(root):])
 		}
 	}
@@ -184,34 +213,79 @@ func (w *world) checkPurged(id string) {
 // checkExact: every acknowledged increment of the counter's current
 // incarnation counts exactly once (a keyed one, however often it was
 // retried), an unacknowledged one at most once, and nothing else counts:
-// not the increments of an earlier counter of the same id. Incarnations
-// that were reset are checked by checkReset instead.
+// not the increments of an earlier counter of the same id. After a reset,
+// the value its last commit left is the base, and the increments
+// committed after it count on top.
 func (w *world) checkExact(id string, sum int64) {
 	inc := w.incarnation[id]
+	base, since := int64(0), w.createdAt[id][len(w.createdAt[id])-1]
 	if w.wasReset[fmt.Sprintf("%s#%d", id, inc)] {
-		return
+		for _, rec := range w.commits {
+			if rec.by != nil && rec.by.kind == "reset" && rec.by.counter == id && rec.at.After(since) {
+				since = rec.at
+			}
+		}
+		base = w.shardSum(id, since)
 	}
-	var lo, hi, acked int64
+	lo, hi, acked := base, base, int64(0)
 	keyed := map[string][]*op{}
 	for _, o := range w.ops {
-		if o.counter != id || o.incarnation != inc {
+		if o.counter != id || o.incarnation != inc || o.kind != "increment" {
 			continue
 		}
-		if o.kind != "increment" {
+		switch when := committed(o, since); {
+		case when == straddles:
+			return // its flush committed both before and after the base: not decidable here
+		case when == before:
+			if o.key != "" {
+				keyed[o.user+"/"+o.key] = nil // counted in the base; its retries replay
+			}
 			continue
 		}
 		if o.key != "" {
+			if group, ok := keyed[o.user+"/"+o.key]; ok && group == nil {
+				continue
+			}
 			keyed[o.user+"/"+o.key] = append(keyed[o.user+"/"+o.key], o)
 			continue
 		}
 		lo, hi, acked = addOutcome(lo, hi, acked, o.delta, []*op{o})
 	}
 	for _, group := range keyed {
-		lo, hi, acked = addOutcome(lo, hi, acked, group[0].delta, group)
+		if group != nil {
+			lo, hi, acked = addOutcome(lo, hi, acked, group[0].delta, group)
+		}
 	}
 	if sum < lo || sum > hi {
-		w.problem("counter %s#%d holds %d; its increments add up to between %d and %d (%d acknowledged)", id, inc, sum, lo, hi, acked)
+		w.problem("counter %s#%d holds %d; from %d at %s, its increments add up to between %d and %d (%d acknowledged)", id, inc, sum, base, w.rel(since), lo, hi, acked)
 	}
+}
+
+type when int
+
+const (
+	after when = iota // every commit of its flush came after the base (or none did)
+	before
+	straddles
+)
+
+// committed says when o's flush committed, against the base at since.
+func committed(o *op, since time.Time) when {
+	var early, late bool
+	for _, c := range o.commits {
+		if c.After(since) {
+			late = true
+		} else {
+			early = true
+		}
+	}
+	switch {
+	case early && late:
+		return straddles
+	case early:
+		return before
+	}
+	return after
 }
 
 // addOutcome adds what the attempts of one increment may have added: its

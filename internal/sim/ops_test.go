@@ -11,6 +11,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/rollup"
 )
 
@@ -72,12 +73,18 @@ func (w *world) randomSchedule() {
 		}
 	}
 	if w.cfg.contention {
-		// One user toggles a like through every instance at once, keyless,
-		// while others like the same counter.
-		for k := range 20 {
-			t := epoch.Add(time.Duration(k) * w.cfg.activeFor / 20)
-			for i := range w.instances {
-				w.at(t, func() { w.like(w.counters[0], i, users[0], "") })
+		// One user toggles a like through every instance, keyless, every
+		// 10–30 ms for a second, while others like the same counter in
+		// batches.
+		start := epoch.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
+		for t := start; t.Before(start.Add(time.Second)); t = t.Add(time.Duration(10+w.rng.IntN(20)) * time.Millisecond) {
+			w.at(t, func() { w.like(w.counters[0], w.pick(), users[0], "") })
+			if w.rng.IntN(4) == 0 {
+				w.at(t, func() {
+					for _, u := range users[1:] {
+						w.like(w.counters[0], w.pick(), u, "")
+					}
+				})
 			}
 		}
 	}
@@ -117,7 +124,12 @@ func (w *world) createCounter(n int, c counter.Counter) {
 	w.spawn(o, func(ctx context.Context) error {
 		_, err := inst.store.Counters.Create(ctx, c)
 		return err
-	}, func(err error) { w.finish(o, err) })
+	}, func(err error) {
+		w.finish(o, err)
+		if errs.Is(err, errs.AlreadyExists) && !w.liveDuring(c.ID, o.start, o.end) {
+			w.problem("%s answered ALREADY_EXISTS, and no counter %s was live while it ran", o, c.ID)
+		}
+	})
 }
 
 // increment is an increment request: it reads the counter as the
@@ -222,9 +234,13 @@ func (w *world) flush(inst *instance, id string) {
 	inst.queued[id] = inst.queued[id][len(batch):]
 	ops := make([]firestoredb.IncrementOp, len(batch))
 	for i, o := range batch {
-		ops[i] = firestoredb.IncrementOp{Delta: o.delta, User: o.user, Key: o.key}
+		// Its request paid for its share of the commits' reads.
+		ctx, led := ledger.New(context.Background(), false)
+		ledger.Pay(ctx, firestoredb.MaxReadsPerOp)
+		ops[i] = firestoredb.IncrementOp{Delta: o.delta, User: o.user, Key: o.key, Ledger: led}
 	}
 	f := w.newOp("flush", id, inst.n)
+	f.batch = batch
 	var results []firestoredb.IncrementResult
 	w.spawn(f, func(ctx context.Context) error {
 		results = inst.store.Increments.Apply(ctx, id, ops)
@@ -234,6 +250,9 @@ func (w *world) flush(inst *instance, id string) {
 		for i, o := range batch {
 			o.result = results[i]
 			w.finish(o, results[i].Err)
+			if n := ops[i].Ledger.Reads(); n > firestoredb.MaxReadsPerOp {
+				w.problem("%s: its share of the commits' reads is %d, past MaxReadsPerOp (%d)", o, n, firestoredb.MaxReadsPerOp)
+			}
 			o.commits = f.commits
 			w.checkContention(o, f)
 			if o.key != "" && errs.Is(o.err, errs.Unavailable) && o.attempt < 3 {
@@ -261,9 +280,12 @@ func (w *world) reset(id string) {
 		v = 0
 	}
 	if w.cfg.nearBound {
-		// As near the bound as a reset may set, and now and then nearer
-		// (refused).
+		// As near the bound as a reset may set, or nearer, within reach of
+		// a few increments (refused: instances would not see it coming).
 		v = counter.MaxReset - int64(w.rng.IntN(3)-1)*counter.MaxDelta
+		if w.rng.IntN(3) == 0 {
+			v = counter.MaxCount - int64(w.rng.IntN(3))*counter.MaxDelta
+		}
 		if w.rng.IntN(2) == 0 {
 			v = -v
 		}
@@ -378,6 +400,9 @@ func (w *world) onCommit(at time.Time, changes []fsmodel.Change) {
 			w.incarnation[id]++
 			w.createdAt[id] = append(w.createdAt[id], at)
 			w.tracef("  %s#%d created", id, w.incarnation[id])
+		}
+		if coll == "" && ch.After == nil && ch.Before != nil {
+			w.dropped[id] = at
 		}
 		if by != nil && by.kind == "reset" {
 			w.wasReset[fmt.Sprintf("%s#%d", id, w.incarnation[id])] = true

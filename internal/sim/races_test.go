@@ -108,6 +108,24 @@ func TestAStalePurgeLeavesTheNewCounter(t *testing.T) {
 	}
 }
 
+func TestACreationRacingTheDropIsNotRefused(t *testing.T) {
+	// Reconcile drops a purged tombstone while a creation of its id,
+	// begun on the tombstone, purges too: the creation's replace found the
+	// tombstone gone (or moved on by the other purge) and answered
+	// ALREADY_EXISTS for an id nobody held.
+	w := scripted(t, 2)
+	w.at(ms(0), func() { w.createOn(0, "c", false) })
+	w.at(ms(100), func() { w.add("c", 0, 3, "") })
+	w.at(ms(500), func() { w.deleteOn(0, "c") })
+	reuse := ms(500).Add(lateWrites + time.Second)
+	w.at(reuse, func() { w.reconcileOn(1, "c") })
+	w.at(reuse.Add(2*time.Millisecond), func() { w.createOn(0, "c", false) })
+	w.quiesce(t, reuse.Add(2*time.Second))
+	if create := w.lastOf("create"); create.err != nil || !isLive(w.counterDoc("c", time.Time{})) {
+		t.Errorf("the creation of a free id: %v", create.err)
+	}
+}
+
 func TestTheBoundHoldsAcrossAReset(t *testing.T) {
 	// Instance 1 knows the counter at 1 (it summed it for its first
 	// commit); instance 0 resets it next to the bound; instance 1, within

@@ -106,6 +106,7 @@ type op struct {
 	value       int64       // a reset's target, a strong read's answer
 	commits     []time.Time // the commits made on its behalf
 	onTombstone bool        // a reconcile that began on a deleted counter
+	batch       []*op       // a flush's increments
 	faulted     bool        // a fault was injected into one of its calls
 }
 
@@ -136,6 +137,7 @@ type world struct {
 	incarnation map[string]int
 	createdAt   map[string][]time.Time // each incarnation's creation
 	wasReset    map[string]bool        // "id#incarnation": a reset committed to it
+	dropped     map[string]time.Time   // when a counter's tombstone was last dropped
 	ops         []*op
 	commits     []commitRec
 	events      int
@@ -151,7 +153,7 @@ type world struct {
 
 func newWorld(r *rand.Rand, cfg config) *world {
 	w := &world{rng: r, cfg: cfg, s: simsched.New(epoch, r), ctx: logging.NewContext(context.Background(), quiet),
-		incarnation: map[string]int{}, createdAt: map[string][]time.Time{}, wasReset: map[string]bool{}}
+		incarnation: map[string]int{}, createdAt: map[string][]time.Time{}, wasReset: map[string]bool{}, dropped: map[string]time.Time{}}
 	w.s.Latency, w.s.Fault, w.s.FaultError = w.latency, w.fault, unavailable
 	w.s.Trace = func(a *simsched.Actor, c *simsched.Call, err error) {
 		w.tracef("  actor %d (%s) %s -> %v", a.ID, opOf(a).kind, c.What, err)
@@ -205,6 +207,10 @@ func (w *world) latency(a *simsched.Actor, c *simsched.Call) time.Duration {
 	}
 	if w.noisy() && w.rng.Float64() < w.cfg.pSlow {
 		return time.Duration(200+w.rng.IntN(600)) * time.Millisecond
+	}
+	if w.cfg.contention && opOf(a).inst == 0 && len(w.instances) > 1 {
+		// A far instance: its commits lose races to the others'.
+		return time.Duration(30+w.rng.IntN(50)) * time.Millisecond
 	}
 	return time.Duration(1+w.rng.IntN(20)) * time.Millisecond
 }
