@@ -15,6 +15,7 @@
 # roll-up runs (lag, soak) use a project with the trigger and 2ms, as
 # scripts/dev.sh (README "Group commit" says why).
 set -euo pipefail
+unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 

@@ -24,6 +24,7 @@
 # same plan on every machine (gcloud and the Firebase Rules API only). The
 # plan itself is generated from the function catalog by cmd/deployplan.
 set -euo pipefail
+unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 
 die() { echo "deploy: $*" >&2; exit 1; }
 usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
@@ -55,7 +56,7 @@ done
 [ -n "$project" ] || die "no project: pass --project or set PROJECT_ID"
 # Paths mean what they meant where the script was run.
 if [ -n "$firestore_from" ]; then
-  firestore_from=$(cd "$firestore_from" 2>/dev/null && pwd) || die "--firestore-from: $firestore_from is not a directory"
+  firestore_from=$(cd -- "$firestore_from" 2>/dev/null && pwd) || die "--firestore-from: $firestore_from is not a directory"
 fi
 cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || die "Go is needed to generate the deploy plan (https://go.dev/dl/)"
@@ -77,5 +78,11 @@ if [ -n "$dry_run" ]; then
   exit 0
 fi
 command -v gcloud >/dev/null 2>&1 || die "gcloud is not installed (https://cloud.google.com/sdk/docs/install)"
-bash -c "$plan"
+command -v curl >/dev/null 2>&1 || die "curl is needed for the Firebase Rules API"
+# A file, not bash -c: an app's rules in the plan may pass the limit of one
+# command-line argument (128 KiB).
+plan_file=$(mktemp)
+trap 'rm -f "$plan_file"' EXIT
+printf '%s\n' "$plan" >"$plan_file"
+bash "$plan_file"
 echo "deployed to $project ($region)"

@@ -22,6 +22,7 @@
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
+unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 app= rules=${RULES:-}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,7 +37,7 @@ if [ -n "$rules" ]; then
   rules=$(cd "$(dirname "$rules")" 2>/dev/null && echo "$(pwd)/$(basename "$rules")") || { echo "dev.sh: RULES=$RULES: no such directory" >&2; exit 2; }
 fi
 if [ -n "$app" ]; then
-  app=$(cd "$app" 2>/dev/null && pwd) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
+  app=$(cd -- "$app" 2>/dev/null && pwd) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
 fi
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

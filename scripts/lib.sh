@@ -95,10 +95,20 @@ sc_wait_http() {
 # sc_start_firestore PORT LOG [EXTRA ARGS...] starts the emulator and waits.
 sc_start_firestore() {
   local port=$1 log=$2; shift 2
-  local launcher
+  local launcher a args=()
   launcher=$(sc_emulator_launcher) || exit 1
   sc_port_free "$port" || sc_die "port $port is in use (set FIRESTORE_PORT)"
-  sc_start firestore "$log" "$launcher" start --host=127.0.0.1 --port="$port" "$@"
+  for a in "$@"; do
+    case "$a" in
+      --rules=*[[:space:]]*)
+        # The emulator's launcher splits its arguments at spaces: a rules
+        # file whose path has one is reached through a link without.
+        ln -sf "${a#--rules=}" "$(dirname "$log")/linked.rules"
+        a=--rules=$(dirname "$log")/linked.rules ;;
+    esac
+    args+=("$a")
+  done
+  sc_start firestore "$log" "$launcher" start --host=127.0.0.1 --port="$port" "${args[@]}"
   sc_wait_http "http://127.0.0.1:$port/" 60 "$SC_PID_firestore" "$log"
 }
 

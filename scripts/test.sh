@@ -13,13 +13,15 @@
 # Extra arguments go to `go test` (default ./...); a package path is
 # relative to where you run the script.
 set -euo pipefail
+unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 caller=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
 . scripts/lib.sh
-args=()
+args=() flags=
 for a in "$@"; do
-  case "$a" in
+  case "$a" in -*) flags=1 ;; esac # packages come first; a flag's value is left as it is
+  case "$flags$a" in
     ./*|../*|/*) # a path from the caller's directory, as go test takes it from the repository's
       dots=${a#"${a%%/...}"} # a trailing /... stays
       p=$(cd "$caller" && realpath -m "${a%/...}")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -77,12 +80,9 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 	if err != nil {
 		return err
 	}
-	rules := string(app) // the ruleset deployed: the app's file as it is
-	if lost := lostLines(string(app), rules); len(lost) > 0 {
-		return fmt.Errorf("--firestore-from: the ruleset would lack lines of %s: %q", files.Rules, lost)
-	}
+	rules := string(app) // the ruleset deployed: the app's file as it is, byte for byte
 	fmt.Fprintf(w, "# Firestore: the app's rules and indexes, as %s names them: %s and %s.\n", configName(files), files.Rules, files.Indexes)
-	fmt.Fprintf(w, "# The ruleset against %s: %s\n", files.Rules, diffSummary(string(app), rules))
+	fmt.Fprintf(w, "# The ruleset is %s as it is (sha256 %x).\n", files.Rules, sha256.Sum256(app))
 	for _, warning := range firebasemerge.Overlaps(rules) {
 		fmt.Fprintf(w, "# warning: %s: %s\n", files.Rules, warning)
 		fmt.Fprintf(os.Stderr, "deploy: warning: %s: %s\n", files.Rules, warning)
@@ -144,6 +144,9 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 	if err := json.Unmarshal(indexes, &file); err != nil {
 		return fmt.Errorf("indexes: %w", err)
 	}
+	if bytes.Contains(indexes, []byte(`"vectorConfig"`)) {
+		return errors.New("indexes: the file holds a vector index (vectorConfig), which this plan cannot create with gcloud's flags: create it with `gcloud firestore indexes composite create --field-config=...,vector-config=...` or the Firebase CLI, and keep it out of the file deployed here")
+	}
 	db := "--database=" + p.database
 	io.WriteString(w, indexHelper)
 	for _, ix := range file.Indexes {
@@ -167,9 +170,22 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 		if keep != nil && !keep(o.CollectionGroup) {
 			continue
 		}
+		update := []string{"gcloud", "firestore", "indexes", "fields", "update", o.FieldPath,
+			"--project=" + p.project, db, "--collection-group=" + o.CollectionGroup}
 		if len(o.Indexes) == 0 {
-			fmt.Fprintln(w, shellJoin([]string{"gcloud", "firestore", "indexes", "fields", "update", o.FieldPath,
-				"--project=" + p.project, db, "--collection-group=" + o.CollectionGroup, "--disable-indexes", "--async"}))
+			update = append(update, "--disable-indexes")
+		}
+		for _, ix := range o.Indexes { // the field's own single-field indexes, instead of the defaults
+			spec := "query-scope=" + strings.ToLower(strings.ReplaceAll(cmpOr(ix.QueryScope, "COLLECTION"), "_", "-"))
+			if ix.ArrayConfig != "" {
+				spec = "array-config=" + strings.ToLower(ix.ArrayConfig) + "," + spec
+			} else {
+				spec = "order=" + strings.ToLower(ix.Order) + "," + spec
+			}
+			update = append(update, "--index="+spec)
+		}
+		if o.Indexes != nil { // an override that sets no index list keeps the defaults, as the Firebase CLI reads it
+			fmt.Fprintln(w, shellJoin(append(update, "--async")))
 		}
 		if o.TTL {
 			fmt.Fprintln(w, shellJoin([]string{"gcloud", "firestore", "fields", "ttls", "update", o.FieldPath,

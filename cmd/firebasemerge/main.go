@@ -75,6 +75,9 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if same, _ := sameDir(repo, files.Dir); same && !check {
+		return false, fmt.Errorf("%s is shardcount's own checkout, whose files are the source of the merge: pass your app's directory", files.Dir)
+	}
 	if check {
 		missing, err := ours.Missing(files)
 		if err != nil {
@@ -114,7 +117,24 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 		fmt.Printf("%s: merged\n", f.path)
 	}
 	if stale {
-		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with scripts/deploy.sh --firestore-from %s.\n", files.Dir, files.Dir)
+		deploy := "scripts/deploy.sh"
+		if only != "" {
+			deploy += " --only " + only
+		}
+		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with %s --firestore-from %s.\n", files.Dir, deploy, files.Dir)
 	}
 	return stale, nil
+}
+
+// sameDir reports whether two paths name one directory.
+func sameDir(a, b string) (bool, error) {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(ia, ib), nil
 }

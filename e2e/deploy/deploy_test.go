@@ -4,7 +4,6 @@
 package deploy
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -398,34 +397,6 @@ func TestDryRunOnlyCountersNeedsNoSecret(t *testing.T) {
 // TestDryRunFirestoreFromAnApp: a sample app's directory takes the merge,
 // then deploys its own rules and indexes, which now hold shardcount's; an
 // app that was not merged is refused, and told the command that merges.
-func TestDryRunFirestoreFromAnApp(t *testing.T) {
-	app := t.TempDir()
-	for _, f := range []string{"firestore.rules", "firestore.indexes.json"} {
-		b, err := os.ReadFile(filepath.Join(root, "internal/firebasemerge/testdata/app", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(app, f), b, 0o644)
-	}
-	out, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
-	if err == nil || !strings.Contains(out, "scripts/firebase-merge.sh --only counters "+app) {
-		t.Fatalf("an app without shardcount's block: %v\n%s", err, out)
-	}
-	merge := exec.Command("bash", "scripts/firebase-merge.sh", "--only", "counters", app)
-	merge.Dir = root
-	if out, err := merge.CombinedOutput(); err != nil {
-		t.Fatalf("firebase-merge.sh: %v\n%s", err, out)
-	}
-	plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app)
-	if err != nil || !strings.Contains(plan, filepath.Join(app, "firestore.rules")) || !strings.Contains(plan, "firebaserules.googleapis.com") {
-		t.Fatalf("the merged app: %v\n%s", err, plan)
-	}
-	rules, _ := os.ReadFile(filepath.Join(app, "firestore.rules"))
-	if !strings.Contains(string(rules), "match /posts/{postId}") {
-		t.Errorf("the merge lost the app's own rules:\n%s", rules)
-	}
-}
-
 // TestAdoptingFromTheAppsDirectory is a newcomer's adoption, from their
 // app's own directory next to a checkout of shardcount, with relative
 // paths: an app whose firebase.json keeps its rules under firestore/ and
@@ -433,121 +404,7 @@ func TestDryRunFirestoreFromAnApp(t *testing.T) {
 // firebase.json names (not shardcount's, not a new root file), the check
 // passes on them and on shardcount's own, and the deploy plan deploys
 // exactly the app's files, with nothing of the instruments example.
-func TestAdoptingFromTheAppsDirectory(t *testing.T) {
-	app := filepath.Join(t.TempDir(), "myapp")
-	layout := map[string]string{
-		"firebase.json": `{
-  "firestore": {"rules": "firestore/app.rules", "indexes": "firestore/app.indexes.json"},
-  "hosting": {"public": "public"},
-  "functions": {"source": "functions"}
-}
-`,
-		"firestore/app.rules":        readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.rules")),
-		"firestore/app.indexes.json": readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.indexes.json")),
-		"public/index.html":          "<h1>my app</h1>\n",
-		"functions/index.js":         "exports.hello = () => {};\n",
-	}
-	for name, content := range layout {
-		os.MkdirAll(filepath.Dir(filepath.Join(app, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(app, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The app sits next to shardcount as a user's would: reach it relatively.
-	rel, err := filepath.Rel(app, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := map[string]string{}
-	for _, f := range []string{"firestore.rules", "firestore.indexes.json", "firebase.json"} {
-		ours[f] = readFile(t, filepath.Join(root, f))
-	}
-	run := func(script string, args ...string) (string, error) {
-		cmd := exec.Command("bash", append([]string{filepath.Join(rel, "scripts", script)}, args...)...)
-		cmd.Dir = app
-		cmd.Env = append(os.Environ(), "PAGE_TOKEN_SECRET=")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-
-	if out, err := run("firebase-merge.sh", "--check", "--only", "counters", "."); err == nil {
-		t.Fatalf("--check passes an app that lacks shardcount's rules:\n%s", out)
-	}
-	if out, err := run("firebase-merge.sh", "--only", "counters", "."); err != nil {
-		t.Fatalf("merge from the app's directory: %v\n%s", err, out)
-	}
-	rules := readFile(t, filepath.Join(app, "firestore/app.rules"))
-	for _, want := range []string{"match /posts/{postId}", "match /users/{uid}", "BEGIN shardcount rules", "match /counters/{counterId}"} {
-		if !strings.Contains(rules, want) {
-			t.Errorf("the app's rules lack %q after the merge:\n%s", want, rules)
-		}
-	}
-	if strings.Contains(rules, "/instruments/") || strings.Contains(readFile(t, filepath.Join(app, "firestore/app.indexes.json")), `"instruments"`) {
-		t.Errorf("--only counters brought the instruments example's rules or indexes")
-	}
-	if !strings.Contains(readFile(t, filepath.Join(app, "firestore/app.indexes.json")), `"rollup_slots"`) {
-		t.Errorf("the app's indexes lack shardcount's")
-	}
-	if _, err := os.Stat(filepath.Join(app, "firestore.rules")); err == nil {
-		t.Errorf("the merge wrote a firestore.rules the app's firebase.json does not name")
-	}
-	for f, was := range ours {
-		if readFile(t, filepath.Join(root, f)) != was {
-			t.Errorf("the merge changed shardcount's own %s", f)
-		}
-	}
-	if out, err := run("firebase-merge.sh", "--check", "--only", "counters", "."); err != nil {
-		t.Errorf("--check after the merge: %v\n%s", err, out)
-	}
-	if out, err := run("firebase-merge.sh", "--check", rel); err != nil {
-		t.Errorf("--check on shardcount's own files: %v\n%s", err, out)
-	}
-
-	plan, err := run("deploy.sh", "--dry-run", "--project", "demo-x", "--only", "counters", "--firestore-from", ".")
-	if err != nil {
-		t.Fatalf("the deploy plan from the app's directory: %v\n%s", err, plan)
-	}
-	deployed := rulesetOf(t, plan)
-	if deployed != rules {
-		t.Errorf("the plan deploys another ruleset than the app's file:\n%s", deployed)
-	}
-	if !strings.Contains(plan, filepath.Join(app, "firestore/app.rules")) || !strings.Contains(plan, "no difference") {
-		t.Errorf("the plan does not name the app's rules file or its diff:\n%s", plan)
-	}
-	if strings.Contains(plan, "--collection-group=instruments") {
-		t.Errorf("--only counters deploys the instruments' indexes")
-	}
-	if !strings.Contains(plan, "--collection-group=posts") {
-		t.Errorf("the plan leaves out the app's own indexes")
-	}
-}
-
 // rulesetOf returns the rules the plan's Rules API call uploads.
-func rulesetOf(t *testing.T, plan string) string {
-	t.Helper()
-	for _, line := range strings.Split(plan, "\n") {
-		if !strings.Contains(line, "/rulesets'") && !strings.Contains(line, "/rulesets ") {
-			continue
-		}
-		f := fields(line)
-		for i, a := range f {
-			if a == "-d" && i+1 < len(f) {
-				var body struct {
-					Source struct {
-						Files []struct{ Content string }
-					}
-				}
-				if err := json.Unmarshal([]byte(f[i+1]), &body); err != nil || len(body.Source.Files) != 1 {
-					t.Fatalf("the ruleset's body: %v %s", err, f[i+1])
-				}
-				return body.Source.Files[0].Content
-			}
-		}
-	}
-	t.Fatalf("no ruleset in the plan:\n%s", plan)
-	return ""
-}
-
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -556,3 +413,12 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestScriptsIgnoreCDPATH: with CDPATH set, `cd app` may go to another
+// directory named app, and prints it, which $(cd app && pwd) captured too.
+// TestRulesWithASpaceInTheirPath: the emulator's launcher splits its
+// arguments at spaces, so an app under "My Projects/" could not be run
+// with dev.sh --firestore-from; scripts/lib.sh reaches such a file
+// through a link.
+// TestMergingIntoShardcountItselfIsRefused: run from shardcount's checkout
+// with ".", the merge rewrote shardcount's own files, its source.

@@ -16,9 +16,12 @@ type Files struct {
 	Rules   string // absolute paths
 	Indexes string
 	// Config is the app's firebase.json, "" when it has none; Declared
-	// says whether it names the files (a "firestore" entry).
+	// says whether it names the files (a "firestore" entry), and Unnamed
+	// lists the keys ("rules", "indexes") its entry lacks, whose files
+	// firebase deploy does not deploy.
 	Config   string
 	Declared bool
+	Unnamed  []string
 }
 
 // DefaultDatabase is the database firebase.json means when it names none.
@@ -81,9 +84,13 @@ func AppFiles(dir, database string) (Files, error) {
 		f.Declared = true
 		if e.Rules != "" {
 			f.Rules = filepath.Join(dir, e.Rules)
+		} else {
+			f.Unnamed = append(f.Unnamed, "rules")
 		}
 		if e.Indexes != "" {
 			f.Indexes = filepath.Join(dir, e.Indexes)
+		} else {
+			f.Unnamed = append(f.Unnamed, "indexes")
 		}
 		return f, nil
 	}

@@ -18,6 +18,7 @@ package firebasemerge
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,9 +41,9 @@ var switchRule = regexp.MustCompile(`(function shardcountAnonymousCounterReads\(
 // the END line, indented as they are) with the sections of groups only;
 // nil groups keeps every section.
 func Block(rules string, groups []string) (string, error) {
-	begin, end, ok := span(rules)
-	if !ok {
-		return "", errors.New("firebasemerge: no shardcount block (its BEGIN and END lines) in the rules")
+	begin, end, err := blockSpan(rules)
+	if err != nil {
+		return "", err
 	}
 	block := rules[begin:end]
 	if groups == nil {
@@ -65,28 +66,44 @@ func Groups(block string) []string {
 	return out
 }
 
-// span returns where the block starts (the start of the BEGIN line) and
-// ends (after the END line's newline).
-func span(rules string) (int, int, bool) {
-	b := strings.Index(rules, beginMarker)
-	e := strings.Index(rules, endMarker)
-	if b < 0 || e < b {
-		return 0, 0, false
+// blockSpan returns where the block starts (the start of its BEGIN line)
+// and ends (after its END line's newline). Its lines must be real comments
+// (not inside a /* */ one) directly in the documents scope: a block
+// anywhere else would not apply to shardcount's documents.
+func blockSpan(rules string) (int, int, error) {
+	var begin, end *marker
+	for _, m := range scan(rules).markers {
+		switch {
+		case m.begin && begin == nil:
+			begin = &m
+		case !m.begin && begin != nil && end == nil:
+			end = &m
+		}
 	}
-	begin := strings.LastIndex(rules[:b], "\n") + 1
-	end := e + len(endMarker)
-	if nl := strings.Index(rules[end:], "\n"); nl >= 0 {
-		end += nl + 1
-	} else {
-		end = len(rules)
+	switch {
+	case begin == nil || end == nil:
+		return 0, 0, errNoBlock
+	case !documentsPath.MatchString(begin.scope) || end.scope != begin.scope:
+		return 0, 0, fmt.Errorf("firebasemerge: shardcount's block is inside %q, not directly in `match /databases/{database}/documents`, where its rules apply", begin.scope)
 	}
-	return begin, end, true
+	stop := len(rules)
+	if nl := strings.IndexByte(rules[end.offset:], '\n'); nl >= 0 {
+		stop = end.offset + nl + 1
+	}
+	return begin.offset, stop, nil
 }
 
+var errNoBlock = errors.New("firebasemerge: no shardcount block (its BEGIN and END lines) in the rules")
+
+// documentsPath is the documents scope's full path, within the service.
+var documentsPath = regexp.MustCompile(`^/databases/\{\w+\}/documents$`)
+
 // HasBlock reports whether rules hold block: the same lines, whatever
-// their indentation and blank lines, the switch aside.
+// their indentation and blank lines, the switch aside, and the sections of
+// block's groups; sections of other groups may be there too (an app that
+// deploys some groups now may deploy others later).
 func HasBlock(rules, block string) bool {
-	have, err := Block(rules, nil)
+	have, err := Block(rules, Groups(block))
 	return err == nil && meaning(have) == meaning(block)
 }
 
@@ -111,12 +128,16 @@ var documentsScope = regexp.MustCompile(`(?m)^[ \t]*match\s+/databases/\{\w+\}/d
 // the documents scope. Warnings say what the caller should check by hand:
 // each rule of the app's that also matches shardcount's documents.
 func Rules(app, block string) (string, []string, error) {
-	if begin, end, ok := span(app); ok {
+	begin, end, err := blockSpan(app)
+	switch {
+	case err == nil:
 		if m := switchRule.FindStringSubmatch(app[begin:end]); m != nil {
 			block = switchRule.ReplaceAllString(block, "${1}"+m[2]+"$3")
 		}
 		app = app[:begin] + block + app[end:]
-	} else {
+	case err != errNoBlock:
+		return "", nil, err
+	default:
 		loc := documentsScope.FindStringIndex(app)
 		if loc == nil {
 			return "", nil, errors.New("firebasemerge: the app's rules have no `match /databases/{database}/documents {` line to put the block in")

@@ -75,8 +75,11 @@ func TestGroupsHaveSectionsOfTheirOwn(t *testing.T) {
 		t.Fatalf("the counters' block:\n%s", counters)
 	}
 	merged, _, _ := Rules(readFile(t, "testdata/app/firestore.rules"), all)
-	if HasBlock(merged, counters) {
-		t.Error("a block with both groups passes for the counters' alone")
+	if !HasBlock(merged, counters) {
+		t.Error("a block with both groups does not hold the counters' (deploying some groups of an app merged for all was refused)")
+	}
+	if HasBlock(strings.Replace(merged, "match /counters/{counterId}", "match /counterz/{counterId}", 1), counters) {
+		t.Error("a block whose counters' section differs holds the counters'")
 	}
 	if narrowed, _, _ := Rules(merged, counters); !HasBlock(narrowed, counters) || strings.Contains(narrowed, "/instruments/") {
 		t.Errorf("merging the counters' block did not drop the instruments':\n%s", narrowed)
@@ -99,6 +102,11 @@ func TestOverlapsNameTheLine(t *testing.T) {
 		{"nested", "match /counters/{id} {\n      match /shards/{s} { allow read: if true; }\n    }", true},
 		{"the app's own", "match /posts/{id} { allow read: if true; }\n    // match /counters/{id} in a comment", false},
 		{"another database", "", false},
+		{"the brace a line later", "match /counters/{id}\n    { allow read: if true; }", true},
+		{"two on a line", "match /posts/{id} { allow read: if true; } match /counters/{id} { allow get: if true; }", true},
+		{"a comment with a brace", "match /posts/{id} { // }\n allow read: if true; }\n    match /counters/{id} { allow read; }", true},
+		{"deny all", "match /{document=**} { allow read, write: if false; }", false},
+		{"in a block comment", "/* match /{document=**} { allow read, write: if true; } */", false},
 	} {
 		app := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    " + tc.inner + "\n  }\n}\n"
 		merged, warnings, err := Rules(app, block)
@@ -122,6 +130,43 @@ func TestOverlapsNameTheLine(t *testing.T) {
 	}
 	if _, _, err := Rules("not rules at all", block); err == nil {
 		t.Error("a file without a documents scope was merged")
+	}
+	// An app that deploys the counters only: its rule for the instruments
+	// example's documents is its own business.
+	counters, _ := Block(readFile(t, "../../firestore.rules"), []string{"counters"})
+	app := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    match /instruments/{i} { allow read: if true; }\n  }\n}\n"
+	if _, warnings, _ := Rules(app, counters); len(warnings) > 0 {
+		t.Errorf("warnings about a group not deployed: %v", warnings)
+	}
+}
+
+// TestABlockThatDoesNotApplyIsNoBlock: a block inside a comment, or under
+// another match, holds the right lines and applies to nothing; it passed
+// for merged.
+func TestABlockThatDoesNotApplyIsNoBlock(t *testing.T) {
+	block, _ := Block(readFile(t, "../../firestore.rules"), nil)
+	wrap := func(inner string) string {
+		return "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n" + inner + "\n  }\n}\n"
+	}
+	for name, rules := range map[string]string{
+		"in a block comment":  wrap("/*\n" + block + "*/"),
+		"under another match": wrap("match /posts/{id} {\n" + block + "}"),
+	} {
+		if HasBlock(rules, block) {
+			t.Errorf("%s: HasBlock accepts it", name)
+		}
+		if _, _, err := Rules(rules, block); name == "under another match" && err == nil {
+			t.Errorf("%s: merged into the wrong scope", name)
+		}
+	}
+}
+
+func TestIndexesCompareByMeaning(t *testing.T) {
+	// The Firebase CLI's export writes every default out: the same index.
+	ours := []byte(`{"indexes":[{"collectionGroup":"windows","fields":[{"fieldPath":"start","order":"ASCENDING"}]}]}`)
+	exported := []byte(`{"indexes":[{"collectionGroup":"windows","queryScope":"COLLECTION","apiScope":"ANY_API","density":"SPARSE_ALL","fields":[{"fieldPath":"start","order":"ASCENDING"}]}]}`)
+	if missing, err := MissingIndexes(exported, ours, nil); err != nil || len(missing) > 0 {
+		t.Errorf("an exported index with its defaults written out: missing %v %v", missing, err)
 	}
 }
 
@@ -195,6 +240,22 @@ func TestAppFilesFollowFirebaseJSON(t *testing.T) {
 	}
 	if _, err := AppFiles(dir, "other"); err == nil {
 		t.Error("a database firebase.json does not declare")
+	}
+	// An entry without "indexes": firebase deploy would not deploy the
+	// file the merge writes, and the merge says so.
+	f, err = AppFiles(dir, DefaultDatabase)
+	if err != nil || !slices.Equal(f.Unnamed, []string{"indexes"}) {
+		t.Fatalf("an entry without indexes: %+v %v", f, err)
+	}
+	ours, err := LoadOurs("../..", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, warnings, err := ours.Merge(f)
+	if err != nil || !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.Contains(w, `names no indexes file: add "indexes": "firestore.indexes.json"`)
+	}) {
+		t.Errorf("the merge's warnings: %v %v", warnings, err)
 	}
 	os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(`{"hosting":{}}`), 0o644)
 	if f, err := AppFiles(dir, DefaultDatabase); err != nil || f.Declared || f.Rules != filepath.Join(dir, "firestore.rules") {

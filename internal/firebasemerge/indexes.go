@@ -127,15 +127,24 @@ func merge(app, ours []map[string]any, key func(map[string]any) string, conflict
 	return out, nil
 }
 
-// canonical is an entry's meaning as JSON: keys sorted, the query scope's
-// default written out, and a field override's indexes in a fixed order.
+// compositeDefaults are what a composite index means when it does not
+// say (the Firebase CLI writes them out when it exports indexes).
+var compositeDefaults = map[string]string{"queryScope": "COLLECTION", "apiScope": "ANY_API", "density": "SPARSE_ALL"}
+
+// canonical is an entry's meaning as JSON: keys sorted, a composite
+// index's defaults written out, and a field override's indexes in a fixed
+// order.
 func canonical(e map[string]any) string {
 	c := map[string]any{}
 	for k, v := range e {
 		c[k] = v
 	}
-	if _, ok := c["fields"]; ok && c["queryScope"] == nil {
-		c["queryScope"] = "COLLECTION"
+	if _, ok := c["fields"]; ok {
+		for k, v := range compositeDefaults {
+			if c[k] == nil {
+				c[k] = v
+			}
+		}
 	}
 	if ixs, ok := c["indexes"].([]any); ok {
 		sorted := slices.Clone(ixs)

@@ -108,6 +108,11 @@ func (o Ours) Merge(f Files) (rules, indexes []byte, warnings []string, err erro
 		warnings = append(warnings, fmt.Sprintf(`%s has no "firestore" entry: add {"rules": %q, "indexes": %q} so firebase deploy deploys them`,
 			f.Config, rel(f.Dir, f.Rules), rel(f.Dir, f.Indexes)))
 	}
+	for _, key := range f.Unnamed {
+		file := map[string]string{"rules": f.Rules, "indexes": f.Indexes}[key]
+		warnings = append(warnings, fmt.Sprintf(`%s's "firestore" entry names no %s file: add "%s": %q so firebase deploy deploys %s`,
+			f.Config, key, key, rel(f.Dir, file), rel(f.Dir, file)))
+	}
 	return []byte(merged), mergedIndexes, warnings, nil
 }
 
