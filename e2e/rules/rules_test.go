@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/shardcount/internal/firebasemerge"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
@@ -186,5 +187,57 @@ func TestMergedIntoAnApp(t *testing.T) {
 		if got := do(t, project, c.token, c.op, c.path); got != c.want {
 			t.Errorf("the app's own rules, %s %s %s: %d, want %d", c.who, c.op, c.path, got, c.want)
 		}
+	}
+}
+
+// TestAUsersLikes: a user lists their own member documents across
+// counters, one collection-group query (members where uid == theirs,
+// newest first), and nobody else's.
+func TestAUsersLikes(t *testing.T) {
+	project := testenv.NewProjectID("likes")
+	loadRules(t, project, readFile(t, "../../firestore.rules"))
+	fs := testenv.Firestore(t, project)
+	for _, m := range []struct{ counter, uid string }{{"likes:p1", "user-a"}, {"likes:p2", "user-a"}, {"likes:p1", "user-b"}} {
+		if _, err := fs.Doc("counters/"+m.counter+"/members/"+m.uid).Set(context.Background(),
+			map[string]any{"uid": m.uid, "counter_id": m.counter, "joined_at": time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, _ := testenv.EmulatorHost()
+	query := func(token, uid string) (int, int) {
+		q := map[string]any{"from": []any{map[string]any{"collectionId": "members", "allDescendants": true}},
+			"orderBy": []any{map[string]any{"field": map[string]any{"fieldPath": "joined_at"}, "direction": "DESCENDING"}}}
+		if uid != "" {
+			q["where"] = map[string]any{"fieldFilter": map[string]any{"field": map[string]any{"fieldPath": "uid"}, "op": "EQUAL", "value": map[string]any{"stringValue": uid}}}
+		}
+		body, _ := json.Marshal(map[string]any{"structuredQuery": q})
+		req, _ := http.NewRequest("POST", "http://"+host+"/v1/projects/"+project+"/databases/(default)/documents:runQuery", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var results []struct {
+			Document *struct{ Name string } `json:"document"`
+		}
+		json.NewDecoder(resp.Body).Decode(&results)
+		n := 0
+		for _, r := range results {
+			if r.Document != nil {
+				n++
+			}
+		}
+		return resp.StatusCode, n
+	}
+	userA := testenv.ValidIDToken(project, "user-a")
+	if status, n := query(userA, "user-a"); status != http.StatusOK || n != 2 {
+		t.Errorf("user A's likes: %d, %d documents; want 200 and 2", status, n)
+	}
+	if status, _ := query(userA, "user-b"); status != http.StatusForbidden {
+		t.Errorf("user B's likes, as user A: %d, want 403", status)
+	}
+	if status, _ := query(userA, ""); status != http.StatusForbidden {
+		t.Errorf("every member document, as user A: %d, want 403", status)
 	}
 }

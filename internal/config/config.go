@@ -80,6 +80,10 @@ type Config struct {
 	UserCreate      bool  // signed-in users may create counters
 	AnonymousCreate bool  // …users of anonymous sign-in too (with UserCreate)
 
+	// Kinds are the app's kinds of counters (COUNTER_KINDS): an id
+	// "KIND:KEY" of one is created by its first use.
+	Kinds counter.Kinds
+
 	// AppCheck is how public functions treat App Check tokens of end
 	// users; AppCheckConsume names the functions whose calls must carry a
 	// limited-use token, consumed on use.
@@ -218,6 +222,12 @@ var Settings = []Setting{
 		}},
 	{"USER_MAX_SHARDS", "100", "Most shards a counter an end user created may have (1–1000): at creation (the heuristic's choice included), when its owner reshards it, and when automatic sharding grows it. Admins and counters of kinds go up to 1000.", Deployed,
 		intIn(func(c *Config) *int { return &c.UserMaxShards }, counter.MinShards, counter.MaxShards)},
+	{"COUNTER_KINDS", "", "The app's kinds of counters, a JSON object such as `{\"likes\": {\"unique\": true, \"num_shards\": 8}, \"views\": {\"num_shards\": 4}}`. A counter id `KIND:KEY` of a kind is created by its first increment or like, in the same commit, with the kind's settings; no end user owns it. Options: `unique`, `num_shards` (default 10), `ranked` (default true: `topCounters` shows them), `decrement` (`admins`, the default, or `users`: who may decrement a plain counter of the kind), `auto_sharding` (default true). See docs/guides/likes.md.", Deployed,
+		func(c *Config, v string) error {
+			kinds, err := counter.ParseKinds(v)
+			c.Kinds = kinds
+			return err
+		}},
 	{"USER_CREATE", "off", "`off`: only admins create counters (an app's backend, with its admin identity); end users reach counters through kinds (`COUNTER_KINDS`). `on`: signed-in users may create counters too, and own them. See the README's \"Who may do what\".", Deployed,
 		onOff(func(c *Config) *bool { return &c.UserCreate })},
 	{"ANONYMOUS_CREATE", "off", "`on`, with `USER_CREATE=on`: users of anonymous sign-in may create counters too (as end users).", Deployed,

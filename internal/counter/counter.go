@@ -81,6 +81,9 @@ type Counter struct {
 	Owner string
 	// Origin says who created it, which bounds what it may become.
 	Origin Origin
+	// Kind is the declared kind of a counter its first use created
+	// (Origin ByKind): the part of its id before the colon.
+	Kind string
 	// Ranked counters appear in topCounters (a kind's counters as the kind
 	// says, an admin's by default, an end user's once an admin marks it).
 	Ranked bool
@@ -200,7 +203,7 @@ func ValidateID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte(id[i]) {
-			return errs.Invalid(field, "may contain only letters, digits, '_', '.' and '-'")
+			return errs.Invalid(field, "may contain only letters, digits, '_', '.', '-' and ':' (a counter of a kind: KIND:KEY)")
 		}
 	}
 	return nil
@@ -208,7 +211,7 @@ func ValidateID(id string) error {
 
 func idByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '.' || c == '-'
+		c == '_' || c == '.' || c == '-' || c == ':'
 }
 
 // NewID returns a random id of 26 characters (130 bits, base32), valid

@@ -31,8 +31,28 @@ func ExampleMergeTarget() {
 
 func ExampleValidateID() {
 	fmt.Println(counter.ValidateID("post-1"))
+	fmt.Println(counter.ValidateID("likes:post-1"))
 	fmt.Println(counter.ValidateID("a/b"))
 	// Output:
 	// <nil>
-	// INVALID_ARGUMENT: counter_id may contain only letters, digits, '_', '.' and '-'
+	// <nil>
+	// INVALID_ARGUMENT: counter_id may contain only letters, digits, '_', '.', '-' and ':' (a counter of a kind: KIND:KEY)
+}
+
+func ExampleParseKinds() {
+	kinds, err := counter.ParseKinds(`{"likes": {"unique": true, "num_shards": 8}, "views": {"num_shards": 4, "ranked": false}}`)
+	if err != nil {
+		panic(err)
+	}
+	likes, _ := kinds.Of("likes:post-1")
+	c := likes.Counter("likes:post-1")
+	fmt.Println(c.ID, c.Kind, c.NumShards, c.Unique, c.Origin, c.Ranked)
+	_, ok := kinds.Of("shares:post-1")
+	fmt.Println(ok)
+	_, err = counter.ParseKinds(`{"likes": {"uniq": true}}`)
+	fmt.Println(err)
+	// Output:
+	// likes:post-1 likes 8 true kind true
+	// false
+	// kind "likes": json: unknown field "uniq" (options: unique, num_shards, ranked, decrement, auto_sharding)
 }

@@ -43,6 +43,8 @@ const (
 	fieldUnique       = "unique"
 	fieldOrigin       = "origin"
 	fieldRanked       = "ranked"
+	fieldKind         = "kind"
+	fieldDeleted      = "deleted"
 	fieldDeletedAt    = "deleted_at"
 	fieldPurgeAfter   = "purge_after"
 	fieldPurged       = "purged"
@@ -54,6 +56,7 @@ const (
 	fieldMember       = "member"
 	fieldChanged      = "changed"
 	fieldJoinedAt     = "joined_at"
+	fieldUID          = "uid"
 	fieldExpireAt     = "expire_at"
 	fieldHolder       = "holder"
 )
@@ -76,6 +79,9 @@ type Options struct {
 	// Windows keeps the roll-up's changes in minute, hour and day buckets
 	// for so long; nil turns them off (WINDOWS=off).
 	Windows windows.Retention
+	// Kinds are the app's kinds: an absent counter of one is created by
+	// its first increment (Increments.Apply).
+	Kinds counter.Kinds
 	// Now is the store's clock and IntN its random shard choice; nil:
 	// time.Now and math/rand (the simulation's are virtual and seeded).
 	Now  func() time.Time
@@ -86,11 +92,11 @@ type Options struct {
 //
 //	counters/{id}                          num_shards, count, rollup_as_of, created_at, owner, unique, origin, ranked,
 //	                                       rollups, shard_commits, slow_commits, write_rate, activity_as_of,
-//	                                       reshard, reset_at, deleted_at, purge_after, purged
+//	                                       reshard, reset_at, deleted, deleted_at, purge_after, purged, kind
 //	counters/{id}/shards/{0..N-1}          count, commits, slow (created by the first increment landing on it)
 //	counters/{id}/idempotency_keys/{hash}  delta, shard, member, changed, expire_at (TTL)
 //	counters/{id}/rollup_slots/{due}       holder, expire_at (TTL): a roll-up claimed for due
-//	counters/{id}/members/{uid}            joined_at: unique counters
+//	counters/{id}/members/{uid}            uid, counter_id, joined_at: unique counters
 //	counters/{id}/windows/{g}_{start}      the roll-up's change per minute, hour and day
 //
 // The concepts share one instance's memory of each counter (base).
@@ -194,6 +200,33 @@ func (b *base) live(ctx context.Context, id string) (counter.Counter, error) {
 	return c, err
 }
 
+// storedCached is stored, from this instance's cache when it has the
+// document (a tombstone too).
+func (b *base) storedCached(ctx context.Context, id string) (counter.Counter, error) {
+	if c, ok := b.cached.Get(id); ok && b.now().Before(c.expires) {
+		return c.c, nil
+	}
+	return b.stored(ctx, id)
+}
+
+// liveOrNew is live (liveCached with cached), but for an absent counter
+// of a declared kind: the counter its first increment creates (a zero
+// Version says it does not exist yet). A deleted one stays NOT_FOUND.
+func (b *base) liveOrNew(ctx context.Context, id string, cached bool) (counter.Counter, error) {
+	read := b.stored
+	if cached {
+		read = b.storedCached
+	}
+	c, err := read(ctx, id)
+	if kind, ok := b.opts.Kinds.Of(id); ok && errs.Is(err, errs.NotFound) {
+		return kind.Counter(id), nil
+	}
+	if err == nil && c.IsDeleted() {
+		return counter.Counter{}, notFound(id)
+	}
+	return c, err
+}
+
 // liveCached returns a live counter's document from this instance's cache
 // (SHARD_COUNT_CACHE), reading it when the cache has none: reading it on
 // every increment would cost a read each and load the very document the
@@ -202,13 +235,11 @@ func (b *base) live(ctx context.Context, id string) (counter.Counter, error) {
 // stays reserved, for that long. Its Count is the roll-up as of the read,
 // possibly stale.
 func (b *base) liveCached(ctx context.Context, id string) (counter.Counter, error) {
-	if c, ok := b.cached.Get(id); ok && b.now().Before(c.expires) {
-		if c.c.IsDeleted() {
-			return counter.Counter{}, notFound(id)
-		}
-		return c.c, nil
+	c, err := b.storedCached(ctx, id)
+	if err == nil && c.IsDeleted() {
+		return counter.Counter{}, notFound(id)
 	}
-	return b.live(ctx, id)
+	return c, err
 }
 
 // remember caches c, valid from readStart (when the read that saw it

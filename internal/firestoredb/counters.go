@@ -29,6 +29,19 @@ func (s *Counters) LiveCached(ctx context.Context, id string) (counter.Counter, 
 	return s.liveCached(ctx, id)
 }
 
+// LiveOrNew is Live, but for an absent counter of a declared kind: the
+// counter its first increment creates, with a zero Version (it does not
+// exist yet, and reads as 0). A deleted one stays NOT_FOUND.
+func (s *Counters) LiveOrNew(ctx context.Context, id string) (counter.Counter, error) {
+	return s.liveOrNew(ctx, id, false)
+}
+
+// LiveOrNewCached is LiveOrNew from this instance's cache
+// (SHARD_COUNT_CACHE), as increments read counters.
+func (s *Counters) LiveOrNewCached(ctx context.Context, id string) (counter.Counter, error) {
+	return s.liveOrNew(ctx, id, true)
+}
+
 // Stored reads a counter's document now, a deleted counter's tombstone
 // included (IsDeleted).
 func (s *Counters) Stored(ctx context.Context, id string) (counter.Counter, error) {
@@ -40,6 +53,9 @@ func (s *Counters) Stored(ctx context.Context, id string) (counter.Counter, erro
 // deleted by then is NOT_FOUND, whatever this instance remembers of it.
 func (s *Counters) Strong(ctx context.Context, id string) (counter.Counter, int64, time.Time, error) {
 	c, at, err := s.storedAt(ctx, id)
+	if kind, ok := s.opts.Kinds.Of(id); ok && errs.Is(err, errs.NotFound) {
+		return kind.Counter(id), 0, at, nil // not used yet: 0
+	}
 	if err == nil && c.IsDeleted() {
 		err = notFound(id)
 	}
@@ -62,15 +78,7 @@ func (s *Counters) Strong(ctx context.Context, id string) (counter.Counter, int6
 // never counts an old one's shards, and a creation that loses a race
 // never deletes the winner's.
 func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Counter, error) {
-	fields := map[string]*pb.Value{
-		fieldNumShards: intValue(int64(c.NumShards)),
-		fieldCount:     intValue(0),
-		fieldRollups:   intValue(0),
-		fieldOwner:     stringValue(c.Owner),
-		fieldUnique:    boolValue(c.Unique),
-		fieldOrigin:    stringValue(string(c.Origin)),
-		fieldRanked:    boolValue(c.Ranked),
-	}
+	fields := counterFields(c)
 	name := s.counterName(c.ID)
 	for range maxVersionAttempts {
 		old, err := s.stored(ctx, c.ID)
@@ -96,7 +104,7 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 			}
 			w = replaceWrite(name, fields, version)
 		}
-		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+		w.UpdateTransforms = createdTransforms()
 		resp, err := s.db.commit(ctx, w)
 		switch code(err) {
 		case codes.OK:
@@ -115,6 +123,29 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 	return counter.Counter{}, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", c.ID)
 }
 
+// counterFields are a new counter's document: c's settings, count 0.
+func counterFields(c counter.Counter) map[string]*pb.Value {
+	fields := map[string]*pb.Value{
+		fieldNumShards: intValue(int64(c.NumShards)),
+		fieldCount:     intValue(0),
+		fieldRollups:   intValue(0),
+		fieldOwner:     stringValue(c.Owner),
+		fieldUnique:    boolValue(c.Unique),
+		fieldOrigin:    stringValue(string(c.Origin)),
+		fieldRanked:    boolValue(c.Ranked),
+	}
+	if c.Kind != "" {
+		fields[fieldKind] = stringValue(c.Kind)
+	}
+	return fields
+}
+
+// createdTransforms set a new counter's rollup_as_of and created_at to
+// its commit's time.
+func createdTransforms() []*pb.DocumentTransform_FieldTransform {
+	return []*pb.DocumentTransform_FieldTransform{serverTime(fieldAsOf), serverTime(fieldCreatedAt)}
+}
+
 // decodeCounter reads a counter document, refusing one the functions
 // cannot have written (DATA_LOSS): everything downstream trusts it.
 func decodeCounter(pd *pb.Document) (counter.Counter, error) {
@@ -127,7 +158,7 @@ func decodeCounter(pd *pb.Document) (counter.Counter, error) {
 		Reshard: counter.Reshard{From: int(r.integer("from")), To: int(r.integer("to")), At: r.time("at"),
 			MergeUntil: r.time("merge_until"), MergedAt: r.time("merged_at"), Reason: r.str("reason")},
 		Owner: d.str(fieldOwner), Unique: d.boolean(fieldUnique), CreatedAt: d.time(fieldCreatedAt),
-		Origin: counter.Origin(d.str(fieldOrigin)), Ranked: d.boolean(fieldRanked), ResetAt: d.time(fieldResetAt),
+		Origin: counter.Origin(d.str(fieldOrigin)), Kind: d.str(fieldKind), Ranked: d.boolean(fieldRanked), ResetAt: d.time(fieldResetAt),
 		Deleted: counter.Deletion{At: d.time(fieldDeletedAt), PurgeAfter: d.time(fieldPurgeAfter), Purged: d.integer(fieldPurged)},
 	}
 	if err := d.done(r); err != nil {

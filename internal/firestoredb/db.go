@@ -308,23 +308,45 @@ func (db *DB) count(ctx context.Context, collection string, at time.Time) (int64
 	return n, readTime, err
 }
 
+// sumOf returns the SUM of an integer field over the documents of query q,
+// now: one aggregation.
+func (db *DB) sumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {
+	req, err := runQueryRequest(q)
+	if err != nil {
+		return 0, err
+	}
+	agg := &pb.StructuredAggregationQuery_Aggregation{Alias: "s",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{
+			Field: &pb.StructuredQuery_FieldReference{FieldPath: field}}}}
+	result, _, err := db.runAggregation(ctx, req.GetParent(), req.GetStructuredQuery(), []*pb.StructuredAggregationQuery_Aggregation{agg}, time.Time{})
+	if err != nil {
+		return 0, err
+	}
+	return integer(result["s"])
+}
+
 // aggregate runs aggregations over every document of the collection path,
 // at read time at (zero: now), and returns their results by alias and the
 // read time.
 func (db *DB) aggregate(ctx context.Context, collection string, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
-	db.ops(ctx).Aggregations.Add(1)
-	ledger.Read(ctx, 1)
 	parent, id := db.database+"/documents", collection
 	if i := strings.LastIndex(collection, "/"); i >= 0 {
 		parent, id = db.name(collection[:i]), collection[i+1:]
 	}
+	return db.runAggregation(ctx, parent, &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}}, aggs, at)
+}
+
+// runAggregation runs aggregations over the documents of a structured
+// query under parent, at read time at (zero: now), and returns their
+// results by alias and the read time.
+func (db *DB) runAggregation(ctx context.Context, parent string, q *pb.StructuredQuery, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
+	db.ops(ctx).Aggregations.Add(1)
+	ledger.Read(ctx, 1)
 	req := &pb.RunAggregationQueryRequest{
 		Parent: parent,
 		QueryType: &pb.RunAggregationQueryRequest_StructuredAggregationQuery{
 			StructuredAggregationQuery: &pb.StructuredAggregationQuery{
-				QueryType: &pb.StructuredAggregationQuery_StructuredQuery{
-					StructuredQuery: &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}},
-				},
+				QueryType:    &pb.StructuredAggregationQuery_StructuredQuery{StructuredQuery: q},
 				Aggregations: aggs,
 			},
 		},
@@ -349,7 +371,7 @@ func (db *DB) aggregate(ctx context.Context, collection string, aggs []*pb.Struc
 		}
 	}
 	if result == nil || readTime.IsZero() {
-		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate %s: empty response", collection)
+		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate under %s: empty response", parent)
 	}
 	return result, readTime, nil
 }

@@ -78,7 +78,7 @@ func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []
 		}
 	}()
 	results := make([]IncrementResult, len(ops))
-	c, err := s.liveCached(ctx, id)
+	c, err := s.liveOrNew(ctx, id, true)
 	if err != nil {
 		for i := range results {
 			results[i].Err = err
@@ -133,10 +133,16 @@ func (p *incrementCommit) commit(ctx context.Context) bool {
 	}
 	switch code(err) {
 	case codes.OK:
+		p.created(resp)
 		p.settle(resp)
 		return false
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
-		// A key's record, or a member, changed since it was read.
+		// A key's record, or a member, changed since it was read, or the
+		// counter was created.
+		if err := p.reread(ctx); err != nil {
+			p.fail(err)
+			return false
+		}
 		if err := p.settleUsedKeys(ctx); err != nil {
 			p.fail(err)
 		}
@@ -240,7 +246,7 @@ func (p *incrementCommit) writes() []*pb.Write {
 		}
 		writes = append([]*pb.Write{p.s.shardWrite(p.c.ID, p.shard, change)}, writes...)
 	}
-	return append(writes, p.keyWrites()...)
+	return p.withCreation(append(writes, p.keyWrites()...))
 }
 
 // settle records the outcome of a successful commit (resp nil: nothing

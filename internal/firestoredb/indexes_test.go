@@ -36,8 +36,15 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"list all":             store.Counters.ListQuery("", true, "post-1", 20),
 		"sweep":                store.Rollups.SweepQuery("post-1", 300),
 		"history":              store.Windows.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
-		"top of a window":      store.Windows.TopQuery(windows.Hour, windows.Hour.Start(now), 10),
-		"top by total":         store.Windows.TopQuery("", time.Time{}, 10),
+		"top of a window":      store.Windows.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "", firestoredb.ByCount),
+		"top by total":         store.Windows.TopQuery("", time.Time{}, 10, "", firestoredb.ByCount),
+		"top of a kind":        store.Windows.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", firestoredb.ByCount),
+		"top of a kind, total": store.Windows.TopQuery("", time.Time{}, 10, "likes", firestoredb.ByCount),
+		"top by gross":         store.Windows.TopQuery(windows.Day, windows.Day.Start(now), 10, "", firestoredb.ByGross),
+		"top of a kind, gross": store.Windows.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", firestoredb.ByGross),
+		"a rolling window":     store.Windows.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
+		"a user's likes":       store.Counters.LikedByQuery("u1", 20),
+		"a counter's members":  store.Counters.MembersQuery("likes:p1", "u1", 20),
 	} {
 		shape, err := indexcheck.ShapeOf(q)
 		if err != nil {

@@ -48,9 +48,11 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		}
 		now := s.now().Truncate(time.Microsecond) // as Firestore keeps it
 		tomb = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
-		// count 0: rankings by total (count > 0) forget it at once.
-		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0)}
-		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldCount, fieldDeletedAt, fieldPurgeAfter}, c.Version)}, nil
+		// count 0: rankings by total (count > 0) forget it at once;
+		// deleted: true, what a client's listener renders as gone.
+		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0),
+			fieldDeleted: boolValue(true)}
+		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldCount, fieldDeleted, fieldDeletedAt, fieldPurgeAfter}, c.Version)}, nil
 	})
 	if err != nil {
 		return counter.Counter{}, err
@@ -126,7 +128,7 @@ func (s *Counters) adoptOrphans(ctx context.Context, id string) (counter.Counter
 	tomb := counter.Counter{ID: id, NumShards: counter.MinShards, Deleted: counter.Deletion{At: now, PurgeAfter: now}}
 	resp, err := s.db.commit(ctx, createWrite(s.counterName(id), map[string]*pb.Value{
 		fieldNumShards: intValue(int64(tomb.NumShards)), fieldCount: intValue(0),
-		fieldDeletedAt: timeValue(now), fieldPurgeAfter: timeValue(now),
+		fieldDeleted: boolValue(true), fieldDeletedAt: timeValue(now), fieldPurgeAfter: timeValue(now),
 	}))
 	switch code(err) {
 	case codes.OK:

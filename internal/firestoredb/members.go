@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -117,7 +118,9 @@ func (p *incrementCommit) memberWrites() []*pb.Write {
 		m := p.members[u]
 		switch name := p.s.memberName(p.c.ID, u); {
 		case state[u] && !m.exists:
-			w := createWrite(name, map[string]*pb.Value{})
+			// uid and counter_id: a user's likes are one collection-group
+			// query (members where uid == me).
+			w := createWrite(name, map[string]*pb.Value{fieldUID: stringValue(u), fieldCounterID: stringValue(p.c.ID)})
 			w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldJoinedAt)}
 			writes = append(writes, w)
 		case !state[u] && m.exists:
@@ -132,4 +135,48 @@ func (p *incrementCommit) memberWrites() []*pb.Write {
 func (s *Rollups) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
 	n, _, err := s.db.count(ctx, underCounter(id, MembersCollection), at)
 	return n, classify(err, "count the members of "+id)
+}
+
+// LikedByQuery is the collection-group query of a user's member documents,
+// newest first: the unique counters (posts) uid likes. Clients run it
+// themselves (the rules let a user list their own); the index is declared.
+func (s *Counters) LikedByQuery(uid string, limit int) firestore.Query {
+	return s.db.client.CollectionGroup(MembersCollection).Where(fieldUID, "==", uid).
+		OrderBy(fieldJoinedAt, firestore.Desc).Limit(limit)
+}
+
+// MembersQuery is Members' query: a page of counter id's members after the
+// uid after, in uid order.
+func (s *Counters) MembersQuery(id, after string, limit int) firestore.Query {
+	q := s.db.client.Collection(underCounter(id, MembersCollection)).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	return q
+}
+
+// Member is one member of a unique counter.
+type Member struct {
+	UID      string
+	JoinedAt time.Time
+}
+
+// Members returns up to limit members of unique counter id after the uid
+// after, in uid order, and the uid to start the next page after ("" when
+// there is none).
+func (s *Counters) Members(ctx context.Context, id, after string, limit int) ([]Member, string, error) {
+	docs, err := s.db.query(ctx, s.MembersQuery(id, after, limit))
+	if err != nil {
+		return nil, "", classify(err, "list the members of "+id)
+	}
+	out := make([]Member, len(docs))
+	for i, pd := range docs {
+		d := docOf(pd)
+		out[i] = Member{UID: d.id, JoinedAt: d.time(fieldJoinedAt)}
+	}
+	next := ""
+	if len(docs) == limit {
+		next = out[len(out)-1].UID
+	}
+	return out, next, nil
 }

@@ -82,7 +82,12 @@ func (s *Rollups) windowWrites(c counter.Counter, change int64) []*pb.Write {
 			fieldExpireAt:    timeValue(s.opts.Windows.ExpireAt(g, start)),
 			fieldRanked:      boolValue(c.Ranked),
 		}
-		w := incrementWrite(s.windowName(c.ID, g, start), map[string]int64{fieldCount: change})
+		if c.Kind != "" {
+			fields[fieldKind] = stringValue(c.Kind)
+		}
+		// gross: what the roll-ups that added brought, a bound on any part
+		// of the bucket's count (rolling windows rank by it).
+		w := incrementWrite(s.windowName(c.ID, g, start), map[string]int64{fieldCount: change, fieldGross: max(change, 0)})
 		w.GetUpdate().Fields = fields
 		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
 		writes = append(writes, w)

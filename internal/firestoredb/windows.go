@@ -16,6 +16,7 @@ const (
 	fieldCounterID   = "counter_id"
 	fieldGranularity = "granularity"
 	fieldStart       = "start"
+	fieldGross       = "gross"
 )
 
 // Windows are the roll-up's buckets read back: a counter's history, and
@@ -64,30 +65,52 @@ type Ranked struct {
 	Count     int64
 }
 
+// By is what a ranking of buckets orders by: the count, or the gross
+// (the sum of the bucket's roll-up changes that added, a bound on what any
+// part of it counted).
+type By string
+
+const (
+	ByCount By = fieldCount
+	ByGross By = fieldGross
+)
+
 // TopQuery is Top's query for a window (g, start), or over the counters'
-// totals when g is "": ranked counters only.
-func (s *Windows) TopQuery(g windows.Granularity, start time.Time, limit int) firestore.Query {
+// totals when g is "": ranked counters only, of kind when not "", highest
+// by first.
+func (s *Windows) TopQuery(g windows.Granularity, start time.Time, limit int, kind string, by By) firestore.Query {
 	if g == "" {
-		return s.db.client.Collection(CountersCollection).Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
+		q := s.db.client.Collection(CountersCollection).Query
+		if kind != "" {
+			q = q.Where(fieldKind, "==", kind)
+		}
+		return q.Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
 			OrderBy(fieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	}
-	return s.db.client.CollectionGroup(WindowsCollection).
-		Where(fieldGranularity, "==", string(g)).Where(fieldStart, "==", start).Where(fieldRanked, "==", true).Where(fieldCount, ">", 0).
-		OrderBy(fieldCount, firestore.Desc).OrderBy(fieldCounterID, firestore.Asc).Limit(limit)
+	q := s.db.client.CollectionGroup(WindowsCollection).Where(fieldGranularity, "==", string(g)).Where(fieldStart, "==", start)
+	if kind != "" {
+		q = q.Where(fieldKind, "==", kind)
+	}
+	return q.Where(fieldRanked, "==", true).Where(string(by), ">", 0).
+		OrderBy(string(by), firestore.Desc).OrderBy(fieldCounterID, firestore.Asc).Limit(limit)
 }
 
-// Top returns the ranked counters with the highest positive count in the
-// bucket of g starting at start, or by total when g is "": one indexed
-// query, ties broken by counter id.
-func (s *Windows) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int) ([]Ranked, error) {
-	docs, err := s.db.query(ctx, s.TopQuery(g, start, limit))
+// Top returns the ranked counters (of kind, when not "") with the highest
+// positive count in the bucket of g starting at start, or by total when g
+// is "": one indexed query, ties broken by counter id.
+func (s *Windows) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]Ranked, error) {
+	return s.top(ctx, g, start, limit, kind, ByCount)
+}
+
+func (s *Windows) top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, by By) ([]Ranked, error) {
+	docs, err := s.db.query(ctx, s.TopQuery(g, start, limit, kind, by))
 	if err != nil {
 		return nil, classify(err, "rank counters")
 	}
 	out := make([]Ranked, 0, len(docs))
 	for _, pd := range docs {
 		d := docOf(pd)
-		r := Ranked{CounterID: d.id, Count: d.integer(fieldCount)}
+		r := Ranked{CounterID: d.id, Count: d.integer(string(by))}
 		if g != "" {
 			r.CounterID = d.str(fieldCounterID)
 		}

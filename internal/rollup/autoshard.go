@@ -23,6 +23,8 @@ type AutoSharding struct {
 	Interval time.Duration
 	// UserMaxShards caps a counter an end user created (USER_MAX_SHARDS).
 	UserMaxShards int
+	// Kinds say which kinds' counters may grow (a kind's auto_sharding).
+	Kinds counter.Kinds
 }
 
 // Contention: at least minSlow commits in a roll-up window, making up at
@@ -38,8 +40,9 @@ const (
 // why it changes (empty when it does not).
 func (a AutoSharding) decide(c, next counter.Counter) (int, string) {
 	n, most := c.NumShards, c.MaxShardsFor(a.UserMaxShards)
+	kind, ofKind := a.Kinds[c.Kind]
 	switch {
-	case !a.Enabled || n >= most || c.Reshard.Merging():
+	case !a.Enabled || n >= most || c.Reshard.Merging() || ofKind && !kind.Grows():
 		return n, ""
 	case !c.Reshard.At.IsZero() && next.AsOf.Sub(c.Reshard.At) < a.Interval:
 		return n, ""

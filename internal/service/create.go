@@ -76,6 +76,9 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}
+	if kind, ok := a.cfg.Kinds.Of(deref(body.CounterID)); ok {
+		return a.createOfKind(ctx, req, body, kind)
+	}
 	origin, maxShards, err := a.mayCreate(req)
 	if err != nil {
 		return 0, nil, err
@@ -98,6 +101,28 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 	}
 	c.Owner = req.User
 	c, err = a.store.Counters.Create(ctx, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Unique}, nil
+}
+
+// createOfKind creates a counter of a declared kind ahead of its first
+// use, which an admin may (a backend that creates a post, say); it takes
+// the kind's settings, so the body may name no others. No end user creates
+// one: its first use does.
+func (a *app) createOfKind(ctx context.Context, req *httpapi.Request, body CreateCounterRequest, kind counter.Kind) (int, any, error) {
+	if !req.Admin {
+		return 0, nil, errs.New(errs.PermissionDenied, "counters of kind %q come into being on their first use; no end user creates or owns one", kind.Name)
+	}
+	if err := counter.ValidateID(*body.CounterID); err != nil {
+		return 0, nil, err
+	}
+	if body.NumShards != nil || body.FollowersCount != nil || body.PostType != nil || body.Unique != nil || body.Ranked != nil {
+		return 0, nil, errs.Invalid("counter_id", "%q is of kind %q, which sets its shards, uniqueness and ranking (COUNTER_KINDS): send counter_id alone", *body.CounterID, kind.Name)
+	}
+	logging.Annotate(ctx, "counter_id", *body.CounterID)
+	c, err := a.store.Counters.Create(ctx, kind.Counter(*body.CounterID))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -174,7 +174,7 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	if err := a.allow(ctx, req, ratelimit.Increment, 1); err != nil {
 		return 0, nil, err
 	}
-	c, err := a.store.Counters.LiveCached(ctx, id)
+	c, err := a.store.Counters.LiveOrNewCached(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -249,7 +249,7 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 		if err == nil {
 			c, ok := counters[id]
 			if !ok {
-				if c, err = a.store.Counters.LiveCached(ctx, id); err == nil {
+				if c, err = a.store.Counters.LiveOrNewCached(ctx, id); err == nil {
 					counters[id] = c
 				}
 			}

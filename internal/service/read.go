@@ -163,10 +163,13 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 		}
 		resp.AsOf = rfc3339Time(at)
 	} else {
-		if c, err = a.store.Counters.Live(ctx, id); err != nil {
+		if c, err = a.store.Counters.LiveOrNew(ctx, id); err != nil {
 			return 0, nil, err
 		}
 		resp.Count, resp.AsOf, resp.Reshard = c.Count, rfc3339Time(c.AsOf), reshardStatus(c.Reshard)
+		if c.Version.IsZero() {
+			resp.AsOf = rfc3339Time(time.Now()) // of a kind, not used yet: 0 now
+		}
 	}
 	resp.NumShards, resp.Unique = c.NumShards, c.Unique
 	if c.Unique && req.User != "" {

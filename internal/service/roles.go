@@ -48,7 +48,7 @@ func roleOf(req *httpapi.Request, c counter.Counter) role {
 }
 
 // manage spends the caller's budget b on an action only a counter's owner
-// and admins may take (reshard, reset, delete), then reads counter id with
+// and admins may take (reshard, reset, delete, list its members), then reads counter id with
 // read (the store's Read, or Document to see a deleted counter's tombstone
 // too) to check the role. The budget comes first so that refused attempts
 // cannot make reads beyond it.
@@ -62,7 +62,7 @@ func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read 
 		return counter.Counter{}, err
 	}
 	if r := roleOf(req, c); r < ownerRole {
-		return counter.Counter{}, errs.New(errs.PermissionDenied, "%s changes a counter's shards or value only for its owner or an admin; you are %s", req.Function, r)
+		return counter.Counter{}, errs.New(errs.PermissionDenied, "%s is for the counter's owner or an admin; you are %s", req.Function, r)
 	}
 	return c, nil
 }
@@ -70,9 +70,14 @@ func (a *app) manage(ctx context.Context, req *httpapi.Request, id string, read 
 // mayAdd lets end users change a plain counter by at most USER_MAX_DELTA,
 // and its owner and admins by any delta.
 func (a *app) mayAdd(req *httpapi.Request, c counter.Counter, delta int64) error {
-	if r := roleOf(req, c); r < ownerRole && (delta > a.cfg.UserMaxDelta || delta < -a.cfg.UserMaxDelta) {
+	r := roleOf(req, c)
+	if r < ownerRole && (delta > a.cfg.UserMaxDelta || delta < -a.cfg.UserMaxDelta) {
 		return &errs.Error{Code: errs.PermissionDenied, Field: "delta",
 			Message: fmt.Sprintf("delta beyond ±%d needs the counter's owner or an admin (USER_MAX_DELTA); you are %s", a.cfg.UserMaxDelta, r)}
+	}
+	if kind, ok := a.cfg.Kinds[c.Kind]; ok && r < ownerRole && delta < 0 && !kind.UsersDecrement() {
+		return &errs.Error{Code: errs.PermissionDenied, Field: "delta",
+			Message: fmt.Sprintf("counters of kind %q only go up for end users (its decrement is for admins)", kind.Name)}
 	}
 	return nil
 }
@@ -118,7 +123,7 @@ var readsPaid = map[ratelimit.Budget]int{
 	ratelimit.Strong:    3,                             // the counter's document, a SUM of its shards, the member document
 	ratelimit.History:   windows.MaxBuckets + 2,        // a bucket each, and what read pays for
 	ratelimit.Top:       topReads,
-	ratelimit.List:      maxListLimit,
+	ratelimit.List:      maxListLimit + 1, // a page, and (listMembers) the counter's document
 	// Owners' actions and creations read what they change: a reshard
 	// merges up to every shard, a deletion (or a creation over a deleted
 	// id) purges the old counter's documents, a chunk at a time while the

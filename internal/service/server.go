@@ -241,11 +241,12 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		cfg: cfg,
 		db:  db,
 		store: firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cfg.ShardCountCache,
-			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows}),
+			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows, Kinds: cfg.Kinds}),
 		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
 	}
 	a.roller = rollup.New(a.store.Rollups, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
-		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})
+		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards,
+		Kinds: cfg.Kinds}})
 	secret := cfg.PageTokenSecret
 	if secret == "" {
 		secret = localPageTokenKey // config refuses an empty key when deployed

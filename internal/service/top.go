@@ -12,24 +12,41 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// topReads bounds what one topCounters reads: a page of a ranking.
+// topReads bounds what one topCounters reads: a page of a ranking, or a
+// round of a rolling window's (each round spends a token of top).
 const topReads = maxListLimit
+
+// Rolling windows: at most maxRollingLimit counters, each round reading
+// two rankings to a depth and summing each candidate (4 × depth ≤
+// topReads), in at most maxRollingRounds rounds of growing depth.
+const (
+	maxRollingDepth  = topReads / 4
+	maxRollingLimit  = maxRollingDepth
+	maxRollingRounds = 3
+)
 
 // TopCountersRequest is the input of topCounters.
 type TopCountersRequest struct {
 	// Window is minute, hour, day (the current bucket, or the last
-	// complete one with Previous) or all (by total).
+	// complete one with Previous), last_hour or last_day (the last 60
+	// minutes or 24 hours, rolling) or all (by total).
 	Window   *string `json:"window"`
 	Limit    *int64  `json:"limit"`
 	Previous *bool   `json:"previous"`
+	// Kind ranks the counters of one kind (COUNTER_KINDS) only.
+	Kind *string `json:"kind"`
 }
 
 // TopCountersResponse ranks counters, highest count first, ties by id.
 type TopCountersResponse struct {
 	Window string `json:"window"`
+	Kind   string `json:"kind,omitempty"`
 	// Start is the start of the window ranked (absent for all).
 	Start    string          `json:"start,omitempty"`
 	Counters []RankedCounter `json:"counters"`
+	// Exact, for a rolling window: whether no other counter can rank
+	// among these (almost always; see docs/guides/trending.md).
+	Exact *bool `json:"exact,omitempty"`
 }
 
 // RankedCounter is one counter of a ranking.
@@ -37,6 +54,8 @@ type RankedCounter struct {
 	CounterID string `json:"counter_id"`
 	Count     int64  `json:"count"`
 }
+
+var rollingWindows = map[string]firestoredb.Rolling{firestoredb.LastHour.Name: firestoredb.LastHour, firestoredb.LastDay.Name: firestoredb.LastDay}
 
 func (a *app) topCounters(ctx context.Context, req *httpapi.Request) (int, any, error) {
 	ctx = firestoredb.WithLabel(ctx, "read")
@@ -48,37 +67,75 @@ func (a *app) topCounters(ctx context.Context, req *httpapi.Request) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
+	kind := deref(body.Kind)
+	if _, ok := a.cfg.Kinds[kind]; kind != "" && !ok {
+		return 0, nil, errs.Invalid("kind", "%q is not a kind of COUNTER_KINDS", kind)
+	}
 	window := deref(body.Window)
-	resp := TopCountersResponse{Window: window}
+	resp := TopCountersResponse{Window: window, Kind: kind}
+	now := time.Now()
 	var g windows.Granularity
 	var start time.Time
-	switch window {
-	case "all":
+	rolling, isRolling := rollingWindows[window]
+	switch {
+	case window == "all" || isRolling:
 		if body.Previous != nil {
 			return 0, nil, errs.Invalid("previous", "goes with window minute, hour or day")
 		}
-	case "":
-		return 0, nil, errs.Invalid("window", "is required: minute, hour, day or all")
+	case window == "":
+		return 0, nil, errs.Invalid("window", "is required: minute, hour, day, last_hour, last_day or all")
 	default:
 		if g, err = windows.Parse("window", window); err != nil {
-			return 0, nil, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\" or \"all\"")
+			return 0, nil, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\" or \"all\"")
 		}
-		if a.cfg.Windows == nil {
-			return 0, nil, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off); window=all ranks by total")
-		}
-		start = windows.Window(g, time.Now(), body.Previous != nil && *body.Previous)
+		start = windows.Window(g, now, body.Previous != nil && *body.Previous)
 		resp.Start = start.Format(time.RFC3339)
 	}
-	if err := a.allow(ctx, req, ratelimit.Top, 1); err != nil {
-		return 0, nil, err
+	if window != "all" && a.cfg.Windows == nil {
+		return 0, nil, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off); window=all ranks by total")
 	}
-	ranked, err := a.store.Windows.Top(ctx, g, start, limit)
-	if err != nil {
-		return 0, nil, err
+	var ranked []firestoredb.Ranked
+	if isRolling {
+		if limit > maxRollingLimit {
+			return 0, nil, errs.Invalid("limit", "must be at most %d for a rolling window", maxRollingLimit)
+		}
+		resp.Start = rolling.From(now).Format(time.RFC3339)
+		var exact bool
+		if ranked, exact, err = a.rollingTop(ctx, req, rolling, now, limit, kind); err != nil {
+			return 0, nil, err
+		}
+		resp.Exact = &exact
+	} else {
+		if err := a.allow(ctx, req, ratelimit.Top, 1); err != nil {
+			return 0, nil, err
+		}
+		if ranked, err = a.store.Windows.Top(ctx, g, start, limit, kind); err != nil {
+			return 0, nil, err
+		}
 	}
 	resp.Counters = make([]RankedCounter, len(ranked))
 	for i, r := range ranked {
 		resp.Counters[i] = RankedCounter{CounterID: r.CounterID, Count: r.Count}
 	}
 	return http.StatusOK, resp, nil
+}
+
+// rollingTop ranks a rolling window in rounds of growing depth until the
+// answer is exact, each round paid by a token of top.
+func (a *app) rollingTop(ctx context.Context, req *httpapi.Request, r firestoredb.Rolling, now time.Time, limit int, kind string) ([]firestoredb.Ranked, bool, error) {
+	var ranked []firestoredb.Ranked
+	exact := false
+	for depth, round := limit, 0; round < maxRollingRounds && !exact; depth, round = min(2*depth, maxRollingDepth), round+1 {
+		if err := a.allow(ctx, req, ratelimit.Top, 1); err != nil {
+			return nil, false, err
+		}
+		var err error
+		if ranked, exact, err = a.store.Windows.RollingTop(ctx, r, now, depth, limit, kind); err != nil {
+			return nil, false, err
+		}
+		if depth == maxRollingDepth {
+			break
+		}
+	}
+	return ranked, exact, nil
 }

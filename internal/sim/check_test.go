@@ -97,8 +97,14 @@ func (w *world) checkStrong(o *op) {
 	if o.err != nil {
 		return
 	}
-	if d := w.counterDoc(o.counter, o.asOf); !isLive(d) {
-		w.problem("%s answered %d as of %s for a counter deleted then", o, o.value, w.rel(o.asOf))
+	switch d := w.counterDoc(o.counter, o.asOf); {
+	case d == nil && o.value == 0:
+		if _, ok := kinds.Of(o.counter); ok {
+			return // of a kind, not used yet: 0
+		}
+		fallthrough
+	case !isLive(d):
+		w.problem("%s answered %d as of %s for a counter absent or deleted then", o, o.value, w.rel(o.asOf))
 		return
 	}
 	if sum := w.shardSum(o.counter, o.asOf); sum != o.value {
@@ -218,8 +224,10 @@ func (w *world) checkPurged(id string) {
 // committed after it count on top.
 func (w *world) checkExact(id string, sum int64) {
 	inc := w.incarnation[id]
-	base, since := int64(0), w.createdAt[id][len(w.createdAt[id])-1]
+	var base int64
+	var since time.Time // the base's commit: none but the creation (a first use counts in it)
 	if w.wasReset[fmt.Sprintf("%s#%d", id, inc)] {
+		since = w.createdAt[id][len(w.createdAt[id])-1]
 		for _, rec := range w.commits {
 			if rec.by != nil && rec.by.kind == "reset" && rec.by.counter == id && rec.at.After(since) {
 				since = rec.at

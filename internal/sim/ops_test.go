@@ -27,6 +27,9 @@ func (w *world) randomSchedule() {
 	w.quietAt = epoch.Add(w.cfg.activeFor)
 	w.endAt = w.quietAt.Add(5 * time.Minute)
 	for i, id := range w.counters {
+		if _, ok := kinds.Of(id); ok {
+			continue // created by its first use
+		}
 		unique := i%2 == 0
 		w.at(epoch, func() { w.create(id, unique) })
 	}
@@ -115,6 +118,10 @@ func (w *world) finish(o *op, err error) {
 func (w *world) create(id string, unique bool) { w.createOn(w.pick(), id, unique) }
 
 func (w *world) createOn(n int, id string, unique bool) {
+	if kind, ok := kinds.Of(id); ok {
+		w.createCounter(n, kind.Counter(id)) // an admin creates it ahead of its first use
+		return
+	}
 	w.createCounter(n, counter.Counter{ID: id, NumShards: 1 + w.rng.IntN(4), Unique: unique, Origin: counter.ByAdmin, Ranked: true})
 }
 
@@ -149,15 +156,23 @@ func (w *world) increment(id string, inst int, attempt int) {
 		key = fmt.Sprintf("k%d", w.rng.IntN(1_000_000))
 	}
 	o := w.newOp("increment", id, inst)
-	o.delta, o.user, o.key, o.attempt = delta, users[w.rng.IntN(len(users))], key, attempt
+	o.delta, o.user, o.key, o.attempt, o.toggle = delta, users[w.rng.IntN(len(users))], key, attempt, true
 	w.request(o)
 }
 
 // like toggles user's like of id through instance inst.
 func (w *world) like(id string, inst int, user, key string) {
 	o := w.newOp("increment", id, inst)
+	o.delta, o.user, o.key, o.toggle = 1, user, key, true
+	w.request(o)
+}
+
+// likeOnce is user's +1 on unique counter id through instance inst.
+func (w *world) likeOnce(id string, inst int, user, key string) *op {
+	o := w.newOp("increment", id, inst)
 	o.delta, o.user, o.key = 1, user, key
 	w.request(o)
+	return o
 }
 
 // add is an increment of delta on a plain counter through instance inst.
@@ -169,15 +184,20 @@ func (w *world) add(id string, inst int, delta int64, key string) *op {
 }
 
 // request is incrementCounter's handler for o: the counter's document
-// from the instance's cache, then the op in its group commit; on a unique
+// from the instance's cache (or, of a kind, the one its first use
+// creates), then the op in its group commit; on a unique
 // counter the op adds (+1) or removes (−1) its user.
 func (w *world) request(o *op) {
 	inst := w.instances[o.inst]
 	var unique bool
+	var incarnation int
 	r := w.newOp("request", o.counter, o.inst)
 	w.spawn(r, func(ctx context.Context) error {
-		c, err := inst.store.Counters.LiveCached(ctx, o.counter)
-		unique = c.Unique
+		c, err := inst.store.Counters.LiveOrNewCached(ctx, o.counter)
+		unique, incarnation = c.Unique, w.incarnation[o.counter]
+		if err == nil && c.Version.IsZero() {
+			incarnation++ // of a kind, absent: the counter its commit creates
+		}
 		return err
 	}, func(err error) {
 		w.finish(r, err)
@@ -185,13 +205,13 @@ func (w *world) request(o *op) {
 			w.finish(o, err)
 			return
 		}
-		if unique && o.user != "owner" {
+		if unique && o.toggle {
 			o.delta = 1
 			if w.rng.IntN(2) == 0 {
 				o.delta = -1
 			}
 		}
-		o.incarnation = w.incarnation[o.counter] // the counter it read
+		o.incarnation = incarnation // the counter it read
 		w.enqueue(o)
 	})
 }

@@ -236,3 +236,26 @@ func (w *world) lastOf(kind string) *op {
 	}
 	return nil
 }
+
+func TestFirstLikesOnEveryInstanceCreateTheCounterOnce(t *testing.T) {
+	// A post's first likes, by six users through three instances at once,
+	// on a counter of the kind likes that no one created: one commit
+	// creates it, the others find it there and count on it.
+	w := scripted(t, 3)
+	w.counters = []string{"likes:post"}
+	var likes []*op
+	for i, u := range users {
+		w.at(ms(100), func() {
+			likes = append(likes, w.likeOnce("likes:post", i%3, u, "k-"+u))
+		})
+	}
+	w.quiesce(t, ms(1000))
+	for _, o := range likes {
+		if o.err != nil || !o.result.Changed {
+			t.Errorf("%s: %v (changed %v)", o, o.err, o.result.Changed)
+		}
+	}
+	if n := len(w.createdAt["likes:post"]); n != 1 || w.shardSum("likes:post", time.Time{}) != int64(len(users)) {
+		t.Errorf("%d creations, %d counted, want 1 and %d", n, w.shardSum("likes:post", time.Time{}), len(users))
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/logging"
@@ -34,6 +35,9 @@ const (
 	maxBatch   = 8           // GROUP_COMMIT_MAX_BATCH
 )
 
+// kinds are the simulated app's kinds of counters.
+var kinds = counter.Kinds{"likes": {Name: "likes", Unique: true, NumShards: 3}, "views": {Name: "views", NumShards: 2}}
+
 // epoch is 4 s before a minute ends, so schedules cross into the next
 // minute's buckets.
 var epoch = time.Date(2026, 1, 1, 0, 0, 56, 0, time.UTC)
@@ -54,6 +58,7 @@ type config struct {
 	nearBound  bool    // resets to values near ±(2^53 − 1)
 	contention bool    // one user's likes through every instance at once
 	resetStorm bool    // ten resets of one counter at once
+	kinds      bool    // counters of kinds too, created by their first use
 	skew       time.Duration
 }
 
@@ -73,6 +78,7 @@ func randomConfig(r *rand.Rand) config {
 		nearBound:  r.IntN(4) == 0,
 		contention: r.IntN(4) == 0,
 		resetStorm: r.IntN(4) == 0,
+		kinds:      r.IntN(2) == 0,
 		skew:       time.Duration(r.IntN(40)) * time.Millisecond,
 	}
 }
@@ -107,6 +113,7 @@ type op struct {
 	commits     []time.Time // the commits made on its behalf
 	onTombstone bool        // a reconcile that began on a deleted counter
 	batch       []*op       // a flush's increments
+	toggle      bool        // on a unique counter, a like or an unlike at random
 	faulted     bool        // a fault was injected into one of its calls
 }
 
@@ -171,13 +178,17 @@ func newWorld(r *rand.Rand, cfg config) *world {
 			panic(err)
 		}
 		store := firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cacheFor, Windows: windows.DefaultRetention,
-			Now: c.Now, IntN: w.rng.IntN})
+			Now: c.Now, IntN: w.rng.IntN, Kinds: kinds})
 		w.instances = append(w.instances, &instance{n: i, clock: c, store: store,
 			roller: rollup.New(store.Rollups, rollup.Options{Cadence: cadence, Clock: c}),
 			queued: map[string][]*op{}, busy: map[string]bool{}})
 	}
 	for i := range cfg.counters {
 		w.counters = append(w.counters, "c"+strconv.Itoa(i))
+	}
+	if cfg.kinds {
+		// Counters of kinds, which their first use creates.
+		w.counters = append(w.counters, "likes:p"+strconv.Itoa(r.IntN(100)), "views:p"+strconv.Itoa(r.IntN(100)))
 	}
 	return w
 }

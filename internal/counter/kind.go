@@ -1,0 +1,99 @@
+package counter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Kind is a kind of counters an app declares once (COUNTER_KINDS): the
+// counter id "KIND:KEY" names a counter of kind KIND, which its first
+// increment or like creates, with the kind's settings, in the commit that
+// counts it. No end user owns it.
+type Kind struct {
+	Name string `json:"-"`
+	// Unique counters count distinct users (likes).
+	Unique bool `json:"unique"`
+	// NumShards of a new counter of the kind; 0: DefaultShards.
+	NumShards int `json:"num_shards"`
+	// Ranked: topCounters shows the kind's counters (default true).
+	Ranked *bool `json:"ranked"`
+	// Decrement says who may send a negative delta to a plain counter of
+	// the kind: "admins" (the default: views only go up) or "users". On a
+	// unique counter anyone takes back their own like.
+	Decrement string `json:"decrement"`
+	// AutoSharding: automatic sharding may grow the kind's counters (with
+	// AUTO_SHARDING=on; default true).
+	AutoSharding *bool `json:"auto_sharding"`
+}
+
+// Kinds are the declared kinds by name.
+type Kinds map[string]Kind
+
+// kindName is what a kind may be called: it starts a counter id.
+var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
+// ParseKinds reads COUNTER_KINDS: a JSON object of kinds, each an object
+// of the options above ("" or "{}": none). Unknown options are errors.
+func ParseKinds(s string) (Kinds, error) {
+	out := Kinds{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return nil, fmt.Errorf("must be a JSON object of kinds, such as {\"likes\": {\"unique\": true}}: %v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if !kindName.MatchString(name) {
+			return nil, fmt.Errorf("kind %q: a kind's name is 1 to 40 lowercase letters, digits, '_' or '-', starting with a letter", name)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw[name]))
+		dec.DisallowUnknownFields()
+		var k Kind
+		if err := dec.Decode(&k); err != nil {
+			return nil, fmt.Errorf("kind %q: %v (options: unique, num_shards, ranked, decrement, auto_sharding)", name, err)
+		}
+		switch {
+		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
+			return nil, fmt.Errorf("kind %q: num_shards must be between %d and %d", name, MinShards, MaxShards)
+		case k.Decrement != "" && k.Decrement != "admins" && k.Decrement != "users":
+			return nil, fmt.Errorf("kind %q: decrement must be \"admins\" or \"users\"", name)
+		case k.Unique && k.Decrement != "":
+			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
+		}
+		k.Name = name
+		out[name] = k
+	}
+	return out, nil
+}
+
+// Of returns the kind of counter id ("KIND:KEY"), if it is declared.
+func (ks Kinds) Of(id string) (Kind, bool) {
+	name, _, ok := strings.Cut(id, ":")
+	if !ok {
+		return Kind{}, false
+	}
+	k, ok := ks[name]
+	return k, ok
+}
+
+// Counter is the counter id of the kind, as its first use creates it.
+func (k Kind) Counter(id string) Counter {
+	n := k.NumShards
+	if n == 0 {
+		n = DefaultShards
+	}
+	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
+}
+
+// UsersDecrement reports whether end users may decrement the kind's plain
+// counters.
+func (k Kind) UsersDecrement() bool { return k.Decrement == "users" }
+
+// Grows reports whether automatic sharding may grow the kind's counters.
+func (k Kind) Grows() bool { return k.AutoSharding == nil || *k.AutoSharding }
