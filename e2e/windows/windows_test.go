@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 		"AUTH":                    "off",
 		"ROLLUP_CADENCE":          cadence.String(),
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
+		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}}`,
 		"LOG_LEVEL":               "warn",
 	})
 	os.Exit(m.Run())
@@ -81,6 +82,7 @@ type ranking struct {
 		CounterID string `json:"counter_id"`
 		Count     int64  `json:"count"`
 	} `json:"counters"`
+	Exact *bool `json:"exact"`
 }
 
 func top(t *testing.T, query string) ranking {
@@ -302,4 +304,6 @@ func TestWindows(t *testing.T) {
 			t.Errorf("buckets %v, want 3 joins - 1 leave = 2 in the hour", buckets(t, fs, id))
 		}
 	})
+
+	t.Run("rankings by kind, calendar and rolling", func(t *testing.T) { kindRankings(t, run) })
 }
