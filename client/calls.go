@@ -1,0 +1,147 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// The functions, typed. Each takes what its docs/reference/api.md section
+// says; zero values of optional fields are left out.
+
+// Incremented is incrementCounter's answer.
+type Incremented struct {
+	CounterID string `json:"counter_id"`
+	Delta     int64  `json:"delta"`
+	Replayed  bool   `json:"replayed,omitempty"`
+}
+
+// Increment adds delta to counter id once, however often the call is
+// retried: it sends a fresh idempotency key, the same on every attempt.
+// A counter of a declared kind (KIND:KEY) is created by its first
+// increment.
+func (c *Client) Increment(ctx context.Context, id string, delta int64) (Incremented, error) {
+	return c.IncrementWithKey(ctx, id, delta, NewKey())
+}
+
+// IncrementWithKey is Increment with the caller's own key, for a retry
+// across processes (a job that may run twice).
+func (c *Client) IncrementWithKey(ctx context.Context, id string, delta int64, key string) (Incremented, error) {
+	var out Incremented
+	err := c.Call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "idempotency_key": key}, &out)
+	return out, err
+}
+
+// CreateOptions are createCounter's settings of a counter of no kind.
+type CreateOptions struct {
+	NumShards      int   `json:"num_shards,omitempty"`
+	FollowersCount int64 `json:"followers_count,omitempty"`
+	Unique         bool  `json:"unique,omitempty"`
+	Ranked         *bool `json:"ranked,omitempty"`
+}
+
+// Created is createCounter's answer.
+type Created struct {
+	CounterID string `json:"counter_id"`
+	NumShards int    `json:"num_shards"`
+	Unique    bool   `json:"unique,omitempty"`
+}
+
+// Create creates counter id; a counter of a kind takes the kind's
+// settings, and opts must be nil.
+func (c *Client) Create(ctx context.Context, id string, opts *CreateOptions) (Created, error) {
+	body := map[string]any{"counter_id": id}
+	if opts != nil {
+		if opts.NumShards > 0 {
+			body["num_shards"] = opts.NumShards
+		}
+		if opts.FollowersCount > 0 {
+			body["followers_count"] = opts.FollowersCount
+		}
+		if opts.Unique {
+			body["unique"] = true
+		}
+		if opts.Ranked != nil {
+			body["ranked"] = *opts.Ranked
+		}
+	}
+	var out Created
+	err := c.Call(ctx, http.MethodPost, "createCounter", body, &out)
+	return out, err
+}
+
+// Counter is getCounter's answer.
+type Counter struct {
+	CounterID string `json:"counter_id"`
+	Count     int64  `json:"count"`
+	AsOf      string `json:"as_of"`
+	NumShards int    `json:"num_shards"`
+	Unique    bool   `json:"unique,omitempty"`
+}
+
+// Get reads counter id: the roll-up's total, or with strong its exact
+// value (a SUM of its shards).
+func (c *Client) Get(ctx context.Context, id string, strong bool) (Counter, error) {
+	consistency := "eventual"
+	if strong {
+		consistency = "strong"
+	}
+	var out Counter
+	err := c.Call(ctx, http.MethodGet, "getCounter", map[string]any{"counter_id": id, "consistency": consistency}, &out)
+	return out, err
+}
+
+// Ranking is topCounters' answer.
+type Ranking struct {
+	Window   string `json:"window"`
+	Kind     string `json:"kind,omitempty"`
+	Start    string `json:"start,omitempty"`
+	Exact    *bool  `json:"exact,omitempty"`
+	Counters []struct {
+		CounterID string `json:"counter_id"`
+		Count     int64  `json:"count"`
+	} `json:"counters"`
+}
+
+// Top ranks counters of window (minute, hour, day, last_hour, last_day,
+// all), of kind when not "".
+func (c *Client) Top(ctx context.Context, window, kind string, limit int) (Ranking, error) {
+	body := map[string]any{"window": window, "limit": limit}
+	if kind != "" {
+		body["kind"] = kind
+	}
+	var out Ranking
+	err := c.Call(ctx, http.MethodGet, "topCounters", body, &out)
+	return out, err
+}
+
+// Members is a page of listMembers.
+type Members struct {
+	Members []struct {
+		UID      string `json:"uid"`
+		JoinedAt string `json:"joined_at"`
+	} `json:"members"`
+	NextPageToken string `json:"next_page_token,omitempty"`
+}
+
+// ListMembers pages through unique counter id's members ("who liked this
+// post"), after pageToken ("" for the first page).
+func (c *Client) ListMembers(ctx context.Context, id, pageToken string, limit int) (Members, error) {
+	body := map[string]any{"counter_id": id, "limit": limit}
+	if pageToken != "" {
+		body["page_token"] = pageToken
+	}
+	var out Members
+	err := c.Call(ctx, http.MethodGet, "listMembers", body, &out)
+	return out, err
+}
+
+// Delete deletes counter id; its id is free again after the answer's
+// reusable_after.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	return c.Call(ctx, http.MethodPost, "deleteCounter", map[string]any{"counter_id": id}, nil)
+}
+
+// Reset sets counter id's value to count as of the answer's read time.
+func (c *Client) Reset(ctx context.Context, id string, count int64) error {
+	return c.Call(ctx, http.MethodPost, "resetCounter", map[string]any{"counter_id": id, "count": count}, nil)
+}
