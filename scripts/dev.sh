@@ -10,8 +10,7 @@
 #   AUTH_PORT       Auth emulator port; it also takes AUTH_PORT+1 and +2 (default 9099)
 #   WEB_PORT        the web app (default 5173)
 #   AUTH            off | required          (default off here; required when deployed)
-#   USER_CREATE, ANONYMOUS_CREATE           (default on with AUTH=required here, so the web app's
-#                                            anonymous visitors can create counters; off when deployed)
+#   COUNTER_KINDS   the app's kinds (default {"likes": {"unique": true}, "views": {}}, the web app's)
 #   APP_CHECK       off | monitor | enforce (default off); on, a local stand-in for Google's App Check
 #                                            mints and checks the tokens (the web app uses it)
 #   RECONCILE_EVERY how often reconcileCounters runs, as Cloud Scheduler does deployed (default 1m)
@@ -60,9 +59,10 @@ export AUTH=${AUTH:-off}
 # hot counter's commits below that (README "Group commit").
 export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
 RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
+# The web app's posts have views and likes: counters their first use creates.
+export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}}'}
 if [ "$AUTH" = required ]; then
   export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
-  export USER_CREATE=${USER_CREATE:-on} ANONYMOUS_CREATE=${ANONYMOUS_CREATE:-on}
 fi
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
@@ -114,18 +114,17 @@ $("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/            
   Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)
 
 Try it:
-  curl -s -X POST $base/createCounter -H 'Content-Type: application/json' -d '{"counter_id":"post-1","num_shards":10}'
-  curl -s -X POST $base/incrementCounter -H 'Content-Type: application/json' -d '{"counter_id":"post-1"}'
-  curl -s "$base/getCounter?counter_id=post-1&consistency=strong"
-  curl -s "$base/getCounter?counter_id=post-1"     # eventual: the roll-up, caught up within ~1s
+  curl -s -X POST $base/incrementCounter -H 'Content-Type: application/json' -d '{"counter_id":"views:post-1"}'   # its first use creates it
+  curl -s "$base/getCounter?counter_id=views:post-1&consistency=strong"
+  curl -s "$base/getCounter?counter_id=views:post-1"     # eventual: the roll-up, caught up within ~1s
   curl -s -X POST $base/recordInstruments -H 'Content-Type: application/json' -d '{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":34790000},"exchange":"EXCHG1","instrumentType":"commonstock","timestamp":"2019-01-01T13:45:23.010Z"}]}'
   curl -s "$base/queryInstruments?field=exchange&value=EXCHG1&limit=10"
 MSG
 if [ "$AUTH" = required ]; then
   cat <<MSG
 
-AUTH=required, with USER_CREATE=$USER_CREATE and ANONYMOUS_CREATE=$ANONYMOUS_CREATE for the demo web app
-(deployed, both default to off: only admins create counters). Sign a new user up and keep its ID token (a fresh address each time, so it works again):
+AUTH=required, as deployed: end users count on counters of kinds (COUNTER_KINDS), created by their first
+use; only admins create others. Sign a new user up and keep its ID token (a fresh address each time, so it works again):
   token=\$(curl -s -X POST 'http://127.0.0.1:$AUTH_PORT/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any' \\
     -H 'Content-Type: application/json' -d "{\\"email\\":\\"me-\$(date +%s%N)@example.com\\",\\"password\\":\\"secret1\\",\\"returnSecureToken\\":true}" \\
     | sed -n 's/.*"idToken": *"\\([^"]*\\)".*/\\1/p')

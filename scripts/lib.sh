@@ -114,10 +114,10 @@ sc_start_firestore() {
 
 # sc_npm_ci installs the npm packages of package-lock.json when they are
 # missing or older than the lock: the Firebase CLI (Auth emulator), the
-# Firebase JS SDK and esbuild (the web app), firebase-admin (the Node
-# backend example). It fails if npm is missing.
+# Firebase JS SDK, esbuild and TypeScript (the web app and its client),
+# firebase-admin (the Node backend example). It fails if npm is missing.
 sc_npm_ci() {
-  if [ -x node_modules/.bin/firebase ] && [ -x node_modules/.bin/esbuild ] && [ -d node_modules/firebase ] && [ -d node_modules/firebase-admin ] &&
+  if [ -x node_modules/.bin/firebase ] && [ -x node_modules/.bin/esbuild ] && [ -x node_modules/.bin/tsc ] && [ -d node_modules/firebase ] && [ -d node_modules/firebase-admin ] &&
     [ node_modules/.package-lock.json -nt package-lock.json ]; then
     return 0
   fi

@@ -1,15 +1,17 @@
-// The reference client of shardcount: the Firebase JS SDK against the
-// functions' callable protocol, a realtime listener on the roll-up, a like
-// button on a unique counter (its state live from the user's member
-// document), the last hour's history and what is trending.
+// The reference app of shardcount: a post's views and likes, counters of
+// the kinds views and likes (scripts/dev.sh declares them), through
+// shardcount's client (clients/web) on the Firebase JS SDK: a view or a
+// like is one callable, the totals and the heart live from their
+// documents, the last hour's history and what is trending.
 // scripts/dev.sh bundles it with esbuild and serves this directory; the
 // emulators' addresses come from the page's query string (dev.sh prints
 // the URL), with dev.sh's defaults.
 import { initializeApp } from "firebase/app";
 import { initializeAppCheck, CustomProvider, ReCaptchaEnterpriseProvider } from "firebase/app-check";
 import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
-import { getFirestore, connectFirestoreEmulator, doc, onSnapshot } from "firebase/firestore";
+import { getFirestore, connectFirestoreEmulator } from "firebase/firestore";
 import { getFunctions, connectFunctionsEmulator, httpsCallable } from "firebase/functions";
+import { shardcount } from "../clients/web/src/index.ts";
 
 const params = new URLSearchParams(location.search);
 const setting = (name, fallback) => params.get(name) || fallback;
@@ -37,18 +39,13 @@ connectFirestoreEmulator(db, fsHost, Number(fsPort));
 const functions = getFunctions(app, setting("region", "us-central1"));
 connectFunctionsEmulator(functions, fnHost, Number(fnPort));
 
-// The functions that consume App Check tokens (APP_CHECK_CONSUME) take a
-// limited-use token, fresh for each call.
-const consumed = setting("consume", "").split(",");
-const callable = (name) => httpsCallable(functions, name, { limitedUseAppCheckTokens: consumed.includes(name) });
-const createCounter = callable("createCounter");
-const incrementCounter = callable("incrementCounter");
-const getCounter = callable("getCounter");
-const topCounters = callable("topCounters");
-const queryInstruments = callable("queryInstruments");
+// shardcount's client: one key per view or like, retried as the functions
+// say; the functions that consume App Check tokens (APP_CHECK_CONSUME)
+// take a limited-use token, fresh for each call.
+const sc = shardcount({ functions, firestore: db, consume: setting("consume", "").split(",") });
+const queryInstruments = httpsCallable(functions, "queryInstruments");
 
 const $ = (id) => document.getElementById(id);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // readable turns a callable's FunctionsError into a sentence.
 function readable(err) {
@@ -59,65 +56,38 @@ function readable(err) {
 }
 function showError(err) { $("error").textContent = err ? readable(err) : ""; }
 
-// callWithRetry retries what a retry can fix: UNAVAILABLE, and
-// RESOURCE_EXHAUSTED after the wait the function asks for. The same data
-// goes every time, so an increment's idempotency key makes it count once.
-async function callWithRetry(fn, data) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return (await fn(data)).data;
-    } catch (err) {
-      const retryable = err.code === "functions/unavailable" || err.code === "functions/resource-exhausted";
-      if (!retryable || attempt >= 8) throw err;
-      const wait = err.details && err.details.retry_after_seconds ? err.details.retry_after_seconds * 1000 : 200 * attempt;
-      await sleep(wait);
-    }
-  }
-}
-
-let counterId = "";
-let unsubscribe = null;
-let unsubscribeMember = null;
+let post = "";
+let unwatch = [];
 let asOf = null;
 let pending = 0;
+const views = () => `views:${post}`;
+const likes = () => `likes:${post}`;
 
-async function open(id) {
-  counterId = id;
-  if (unsubscribe) unsubscribe();
-  if (unsubscribeMember) unsubscribeMember();
-  unsubscribeMember = null;
-  $("total").textContent = "–";
-  $("strong-value").textContent = "–";
+function open(id) {
+  post = id;
+  for (const stop of unwatch) stop();
+  $("total").textContent = $("likes").textContent = $("strong-value").textContent = $("hour-total").textContent = "–";
   $("chart").replaceChildren();
-  $("hour-total").textContent = "–";
-  // The roll-up: one document, whatever the number of shards.
-  unsubscribe = onSnapshot(doc(db, "counters", id), (snap) => {
-    if (!snap.exists()) {
-      showError({ code: "not-found", message: `counter "${id}" does not exist` });
-      return;
-    }
-    $("total").textContent = String(snap.get("count"));
-    asOf = snap.get("rollup_as_of") ? snap.get("rollup_as_of").toDate() : null;
-    tick();
-  }, showError);
-  let unique = false;
-  try {
-    unique = (await callWithRetry(getCounter, { counter_id: id })).unique === true;
-  } catch (err) {
-    showError(err);
-  }
-  $("plus").hidden = $("minus").hidden = unique;
-  $("like").hidden = !unique;
-  if (unique) {
-    // Did I like it? The user's own member document, live: the rules let
-    // each user get theirs and nobody else's.
-    unsubscribeMember = onSnapshot(doc(db, "counters", id, "members", auth.currentUser.uid), (snap) => {
-      $("like").dataset.liked = String(snap.exists());
-      $("like").textContent = snap.exists() ? "♥ Liked" : "♡ Like";
-    }, showError);
-  }
-  for (const b of ["plus", "minus", "like", "strong"]) $(b).disabled = false;
-  $("status").textContent = `signed in anonymously as ${auth.currentUser.uid}; counter ${id}${unique ? " (unique)" : ""}`;
+  const uid = auth.currentUser.uid;
+  unwatch = [
+    // The views: one document, whatever the number of shards; a post
+    // nobody viewed yet has none, and counts 0.
+    sc.watchCount(views(), (c) => {
+      $("total").textContent = c.deleted ? "deleted" : String(c.count);
+      asOf = c.asOf;
+      tick();
+    }, showError),
+    sc.watchCount(likes(), (c) => { $("likes").textContent = c.deleted ? "deleted" : String(c.count); }, showError),
+    // The heart: this user's own member document, live (the rules let each
+    // user get theirs). Not the like's answer: another tab or device of
+    // the same user may have changed it since.
+    sc.watchLiked(likes(), uid, (liked) => {
+      $("like").dataset.liked = String(liked);
+      $("like").textContent = liked ? "♥ Liked" : "♡ Like";
+    }, showError),
+  ];
+  for (const b of ["plus", "like", "strong"]) $(b).disabled = false;
+  $("status").textContent = `signed in anonymously as ${uid}; post ${id}`;
   refreshHistory();
 }
 
@@ -126,12 +96,11 @@ function tick() {
 }
 setInterval(tick, 250);
 
-async function increment(delta) {
+async function track(work) {
   pending++;
   $("pending").textContent = `${pending} in flight`;
   try {
-    // One key per press: a retry of this press cannot count twice.
-    await callWithRetry(incrementCounter, { counter_id: counterId, delta, idempotency_key: crypto.randomUUID() });
+    await work();
     showError(null);
   } catch (err) {
     showError(err);
@@ -141,31 +110,15 @@ async function increment(delta) {
   }
 }
 
-$("open").onclick = () => { showError(null); open($("counter-id").value.trim()); };
-$("create").onclick = async () => {
-  showError(null);
-  const id = $("counter-id").value.trim();
-  try {
-    const data = { num_shards: 10, unique: $("unique").checked };
-    if (id) data.counter_id = id;
-    const res = await callWithRetry(createCounter, data);
-    $("counter-id").value = res.counter_id;
-    open(res.counter_id);
-  } catch (err) {
-    showError(err);
-  }
-};
-$("plus").onclick = () => increment(1);
-$("minus").onclick = () => increment(-1);
-// One callable toggles the like: +1 adds this user, −1 removes them.
-$("like").onclick = () => increment($("like").dataset.liked === "true" ? -1 : 1);
+$("open").onclick = () => { showError(null); open($("post-id").value.trim()); };
+$("plus").onclick = () => track(() => sc.increment(views()));
+$("like").onclick = () => track(() => sc.toggle(likes(), $("like").dataset.liked === "true"));
 
-// The last 60 minutes, a bar per minute, refreshed about every cadence.
+// The last 60 minutes of views, a bar per minute, refreshed about every cadence.
 async function refreshHistory() {
-  if (!counterId) return;
+  if (!post) return;
   try {
-    const res = await getCounter({ counter_id: counterId, history: "minute" });
-    const history = res.data.history || [];
+    const history = await sc.history(views(), "minute");
     const top = Math.max(1, ...history.map((h) => Math.abs(h.count)));
     const bars = history.map((h, i) => {
       const bar = document.createElementNS("http://www.w3.org/2000/svg", "rect");
@@ -175,7 +128,7 @@ async function refreshHistory() {
       bar.setAttribute("width", "8");
       bar.setAttribute("height", String(height));
       bar.dataset.count = String(h.count);
-      bar.dataset.start = h.start;
+      bar.dataset.start = h.start.toISOString();
       return bar;
     });
     $("chart").replaceChildren(...bars);
@@ -186,12 +139,12 @@ async function refreshHistory() {
 }
 setInterval(refreshHistory, 2000);
 
-// What is trending: the counters with the most counted this hour.
+// What is trending: the most viewed posts of the last 60 minutes.
 async function refreshTrending() {
   if (!auth.currentUser) return;
   try {
-    const res = await topCounters({ window: "hour", limit: 5 });
-    $("trending").replaceChildren(...res.data.counters.map((c) => {
+    const ranking = await sc.top("last_hour", { kind: "views", limit: 5 });
+    $("trending").replaceChildren(...ranking.counters.map((c) => {
       const item = document.createElement("li");
       item.dataset.id = c.counter_id;
       item.dataset.count = String(c.count);
@@ -205,7 +158,7 @@ async function refreshTrending() {
 setInterval(refreshTrending, 3000);
 $("strong").onclick = async () => {
   try {
-    const res = await callWithRetry(getCounter, { counter_id: counterId, consistency: "strong" });
+    const res = await sc.call("getCounter", { counter_id: views(), consistency: "strong" });
     $("strong-value").textContent = String(res.count);
     $("strong-at").textContent = `at ${res.as_of}`;
     showError(null);
@@ -219,7 +172,7 @@ async function loadInstruments(more) {
   try {
     const data = { field: "exchange", value: $("exchange").value.trim(), limit: 5 };
     if (more) data.page_token = pageToken;
-    const res = await callWithRetry(queryInstruments, data);
+    const res = (await queryInstruments(data)).data;
     if (!more) $("instruments").replaceChildren();
     for (const i of res.instruments) {
       const row = document.createElement("tr");
@@ -246,9 +199,9 @@ signInAnonymously(auth).then(
     $("status").textContent = `signed in anonymously as ${cred.user.uid}`;
     document.body.dataset.ready = "true";
     refreshTrending();
-    const id = params.get("counter");
+    const id = params.get("post");
     if (id) {
-      $("counter-id").value = id;
+      $("post-id").value = id;
       open(id);
     }
   },

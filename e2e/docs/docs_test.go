@@ -179,8 +179,9 @@ func answerMatches(want, got string) bool {
 	return matches(w, g, "")
 }
 
-// webSnippet runs the README's js block marked "tested: node" with Node and
-// the Firebase JS SDK, and waits for the lines its marker says it prints.
+// webSnippet runs the README's js block marked "tested: node" with Node,
+// the Firebase JS SDK and shardcount's client, and waits for the lines its
+// marker says it prints.
 func webSnippet(t *testing.T, dev *testenv.Dev) {
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -194,13 +195,14 @@ func webSnippet(t *testing.T, dev *testenv.Dev) {
 	for _, w := range regexp.MustCompile(`"([^"]+)"`).FindAllSubmatch(m[1], -1) {
 		wants = append(wants, string(w[1]))
 	}
-	script := filepath.Join(root, fmt.Sprintf(".readme-snippet-%d.mjs", time.Now().UnixNano())) // in the repository, for node_modules
-	if err := os.WriteFile(script, []byte(dev.Apply(string(m[2]))), 0o644); err != nil {
+	// In an app that installed the client as the README says
+	// (scripts/build-client.sh's package), beside the Firebase JS SDK.
+	app := testenv.WebClientApp(t, root)
+	if err := os.WriteFile(filepath.Join(app, "snippet.mjs"), []byte(dev.Apply(string(m[2]))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(script)
-	cmd := exec.Command("node", script)
-	cmd.Dir = root
+	cmd := exec.Command("node", "snippet.mjs")
+	cmd.Dir = app
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,0 +1,121 @@
+// Package clients runs shardcount's web client (clients/web) the way apps
+// run it: built by scripts/build-client.sh (type-checked with TypeScript,
+// bundled with esbuild), installed in an app, in Node with the Firebase JS
+// SDK against scripts/dev.sh, its retry rule against answers
+// scripts/dev.sh does not give on demand. (The web app uses it in
+// Chromium: e2e/browser.)
+package clients
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+)
+
+// recipe is the js block of docs/guides/likes.md marked as the recipe.
+var recipe = regexp.MustCompile("(?s)<!-- recipe: received -->\n```js\n(.*?)```")
+
+// node runs node.mjs in an app that installed the client, beside the
+// likes guide's recipe.
+func node(t *testing.T, app string, env ...string) string {
+	t.Helper()
+	script, err := os.ReadFile("node.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile("../../docs/guides/likes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := recipe.FindSubmatch(guide)
+	if m == nil {
+		t.Fatal("docs/guides/likes.md has no js block marked <!-- recipe: received -->")
+	}
+	for name, b := range map[string][]byte{"node.mjs": script, "recipe.mjs": m[1]} {
+		if err := os.WriteFile(filepath.Join(app, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("node", "node.mjs")
+	cmd.Dir, cmd.Env = app, append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+func TestTheWebClient(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	app := testenv.WebClientApp(t, root) // scripts/build-client.sh's package, type-checked and bundled
+	dev := testenv.StartDev(t, root, "AUTH=required", `COUNTER_KINDS={"likes": {"unique": true}, "views": {}, "received": {"decrement": "users"}}`)
+	run := fmt.Sprint(time.Now().UnixNano())
+	env := []string{"PROJECT=demo-shardcount", "RUN=" + run, "AUTH_EMULATOR=" + dev.AuthHost(),
+		"FIRESTORE=" + dev.FirestoreHost()}
+
+	t.Run("against dev.sh", func(t *testing.T) {
+		out := node(t, app, append(env, "FUNCTIONS="+strings.TrimPrefix(dev.Functions(), "http://"))...)
+		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history"} {
+			if !strings.Contains(out, line) {
+				t.Errorf("no %q:\n%s", line, out)
+			}
+		}
+	})
+
+	t.Run("the retry rule", func(t *testing.T) {
+		// A stand-in for functions under load (a deployed function's 503, a
+		// spent budget's 429), then the real ones: the client waits what
+		// each says and sends the same call again.
+		target, _ := url.Parse(dev.Functions())
+		pass := httputil.NewSingleHostReverseProxy(target)
+		var mu sync.Mutex
+		var bodies []string
+		stand := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/incrementCounter") || r.Method != http.MethodPost {
+				pass.ServeHTTP(w, r)
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(b)))
+			mu.Lock()
+			bodies = append(bodies, string(b))
+			n := len(bodies)
+			mu.Unlock()
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			switch n {
+			case 1:
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"status":"UNAVAILABLE","message":"busy","details":{"code":"UNAVAILABLE","retry_after_seconds":1}}}`)
+			case 2:
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"status":"RESOURCE_EXHAUSTED","message":"spent","details":{"code":"RESOURCE_EXHAUSTED","retry_after_seconds":3}}}`)
+			default:
+				pass.ServeHTTP(w, r)
+			}
+		}))
+		defer stand.Close()
+		out := node(t, app, append(env, "MODE=retry", "RUN="+run+"-retry", "FUNCTIONS="+strings.TrimPrefix(stand.URL, "http://"))...)
+		if !strings.Contains(out, "retried [1000,3000]") || !strings.Contains(out, "not retried functions/invalid-argument") {
+			t.Errorf("the client's waits and refusals:\n%s", out)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The like's three attempts and the invalid increment's one.
+		if len(bodies) != 4 || bodies[0] != bodies[1] || bodies[1] != bodies[2] || !strings.Contains(bodies[0], "idempotency_key") {
+			t.Errorf("the calls the stand-in saw: %q", bodies)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+// shardcount's web client (clients/web, installed as shardcount-client) in Node with the Firebase JS SDK, against scripts/dev.sh: a user
+// likes, unlikes and likes again a post nobody created, the heart and the
+// count live from their documents; views and rankings. With MODE=retry the
+// functions are a stand-in that answers unavailable, then
+// resource-exhausted, then passes the call on: the client must wait what
+// they say and send the same data (the same key) each time, and not retry
+// an invalid-argument. Each check prints a line; the Go test reads them.
+import assert from "node:assert/strict";
+import { initializeApp } from "firebase/app";
+import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
+import { getFirestore, connectFirestoreEmulator } from "firebase/firestore";
+import { getFunctions, connectFunctionsEmulator } from "firebase/functions";
+import { shardcount } from "shardcount-client";
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run this through go test ./e2e/clients`);
+  return v;
+};
+const app = initializeApp({ projectId: env("PROJECT"), apiKey: "demo-api-key" });
+const auth = getAuth(app);
+connectAuthEmulator(auth, `http://${env("AUTH_EMULATOR")}`, { disableWarnings: true });
+const db = getFirestore(app);
+const [fsHost, fsPort] = env("FIRESTORE").split(":");
+connectFirestoreEmulator(db, fsHost, Number(fsPort));
+const functions = getFunctions(app);
+const [fnHost, fnPort] = env("FUNCTIONS").split(":");
+connectFunctionsEmulator(functions, fnHost, Number(fnPort));
+const waits = [];
+const sc = shardcount({ functions, firestore: db, sleep: async (ms) => { waits.push(ms); } });
+const user = await signInAnonymously(auth);
+const post = `post-${env("RUN")}`;
+
+// until resolves with the first value of a listener that passes test.
+function until(watch, test, what) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { stop(); reject(new Error(`${what}: timed out`)); }, 15000);
+    const stop = watch((v) => { if (test(v)) { clearTimeout(timer); stop(); resolve(v); } }, reject);
+  });
+}
+
+if (process.env.MODE === "retry") {
+  const like = await sc.like(`likes:${post}`);
+  assert.equal(like.changed, true);
+  console.log(`retried ${JSON.stringify(waits)}`);
+  try {
+    await sc.increment("views:bad id");
+    assert.fail("an invalid id succeeded");
+  } catch (err) {
+    assert.equal(err.code, "functions/invalid-argument");
+    console.log(`not retried ${err.code}`);
+  }
+  process.exit(0);
+}
+
+const likes = `likes:${post}`;
+await until((f, e) => sc.watchCount(likes, f, e), (c) => !c.exists && c.count === 0, "a post nobody liked reads 0");
+console.log("a post nobody liked reads 0");
+const first = await sc.like(likes);
+assert.deepEqual([first.changed, first.member], [true, true]);
+await until((f, e) => sc.watchLiked(likes, user.user.uid, f, e), (liked) => liked, "the heart after a like");
+await until((f, e) => sc.watchCount(likes, f, e), (c) => c.exists && c.count === 1, "the count after a like");
+console.log("liked: heart and count");
+const again = await sc.like(likes);
+assert.deepEqual([again.changed, again.member], [false, true]); // a second like changes nothing
+await sc.unlike(likes);
+await until((f, e) => sc.watchLiked(likes, user.user.uid, f, e), (liked) => !liked, "the heart after an unlike");
+await until((f, e) => sc.watchCount(likes, f, e), (c) => c.count === 0, "the count after an unlike");
+console.log("unliked: heart and count");
+const toggled = await sc.toggle(likes, false);
+assert.equal(toggled.member, true);
+// docs/guides/likes.md's recipe (clients_test.go copies it beside this
+// file): the likes an author's posts received.
+const { likePost, unlikePost } = await import("./recipe.mjs");
+const authored = { id: `${post}-b`, author: `author-${env("RUN")}` };
+const received = async () => (await sc.call("getCounter", { counter_id: `received:${authored.author}`, consistency: "strong" })).count;
+await likePost(sc, authored);
+await likePost(sc, authored); // changes nothing: counted once
+assert.equal(await received(), 1);
+await unlikePost(sc, authored);
+assert.equal(await received(), 0);
+await likePost(sc, authored);
+assert.equal(await received(), 1);
+console.log("the recipe: received likes");
+for (let i = 0; i < 3; i++) await sc.increment(`views:${post}`);
+await until((f, e) => sc.watchCount(`views:${post}`, f, e), (c) => c.count === 3, "three views");
+const ranking = await sc.top("all", { kind: "views", limit: 100 });
+assert.ok(ranking.counters.some((c) => c.counter_id === `views:${post}` && c.count === 3), JSON.stringify(ranking));
+const history = await sc.history(`views:${post}`, "minute");
+assert.equal(history.reduce((s, h) => s + h.count, 0), 3);
+assert.ok(history[0].start instanceof Date);
+console.log("views, ranking and history");
+assert.deepEqual(waits, []); // nothing was retried against dev.sh
+process.exit(0);
