@@ -45,6 +45,12 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *loadtest.
 		for _, mode := range []string{"functions", "raw"} {
 			s.Likes = append(s.Likes, medianLikes(runs[mode]))
 		}
+		step("likes: a post's first like, which creates its counter, against a later one")
+		fl, err := loadtest.FirstLikes(ctx, likers["functions"].(*loadtest.Functions), 500)
+		if err != nil {
+			return err
+		}
+		s.FirstLike = &fl
 	} else {
 		step("likes: skipped (no FIREBASE_AUTH_EMULATOR_HOST to sign users up)")
 	}

@@ -22,9 +22,10 @@ type Suite struct {
 	Sweep      *SweepReport   `json:"sweep,omitempty"`
 	Queries    []ReadLatency  `json:"instrument_queries"`
 	// What apps count with: likes, several instances, time windows.
-	Likes     []LikesReport    `json:"likes,omitempty"`
-	Instances *InstancesReport `json:"instances,omitempty"`
-	Windows   *WindowsReport   `json:"windows,omitempty"`
+	Likes     []LikesReport     `json:"likes,omitempty"`
+	FirstLike *FirstLikesReport `json:"first_likes,omitempty"`
+	Instances *InstancesReport  `json:"instances,omitempty"`
+	Windows   *WindowsReport    `json:"windows,omitempty"`
 }
 
 // Modes the increments benchmark runs, in the tables' order.
@@ -178,12 +179,6 @@ func (s *Suite) targets(w io.Writer) {
 		}
 		return g.Throughput / r.Throughput, true
 	}
-	verdict := func(ok bool) string {
-		if ok {
-			return "**met**"
-		}
-		return "**not met**"
-	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | this run | |")
 	fmt.Fprintln(w, "|---|---|---|")
@@ -288,4 +283,12 @@ func rateText(l *LagReport) string {
 		return "as fast as possible"
 	}
 	return fmt.Sprintf("%.0f/s", l.TargetRate)
+}
+
+// verdict says whether a target is met, in bold.
+func verdict(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**not met**"
 }

@@ -9,6 +9,24 @@ import (
 // several instances, and time windows.
 func (s *Suite) appsMarkdown(w io.Writer) {
 	s.likesMarkdown(w)
+	if fl := s.FirstLike; fl != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "**A post's first like** (%d posts whose likes counter, of the kind `likes`, nobody created: each one's first like creates it in the commit that counts it; then a second user's like of each; the function server's own counts, per like):\n\n", fl.Posts)
+		fmt.Fprintln(w, "| like | commits | writes | document reads | p50 | p99 |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+		for _, r := range []struct {
+			name string
+			p    PerLike
+		}{{"the first (creates the counter)", fl.First}, {"a later one", fl.Later}} {
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.1f ms | %.1f ms |\n", r.name, r.p.Commits, r.p.Writes, r.p.Reads, r.p.P50MS, r.p.P99MS)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target | this run | |")
+		fmt.Fprintln(w, "|---|---|---|")
+		extra := fl.First.Commits - fl.Later.Commits
+		fmt.Fprintf(w, "| a first like costs at most one commit more than a like | %+.2f commits | %s |\n", extra, verdict(extra <= 1))
+		fmt.Fprintf(w, "| every like counted | %v | %s |\n", fl.Exact, verdict(fl.Exact))
+	}
 	if in := s.Instances; in != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "**One instance or two** (group commit, roll-up slots and budgets are per instance; the same load through one function server, then spread over two):")
@@ -93,12 +111,6 @@ func (s *Suite) likesMarkdown(w io.Writer) {
 	}
 	if fn == nil || raw == nil || raw.Throughput == 0 {
 		return
-	}
-	verdict := func(ok bool) string {
-		if ok {
-			return "**met**"
-		}
-		return "**not met**"
 	}
 	ratio := fn.Throughput / raw.Throughput
 	commits := 1.0
