@@ -71,6 +71,11 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Cod
 // only errors Call retries.
 func (e *Error) Retryable() bool { return e.Code == "UNAVAILABLE" || e.Code == "RESOURCE_EXHAUSTED" }
 
+// IDToken returns the identity's ID token, exchanging a fresh custom token
+// when it is missing or about to expire: for a caller of the functions
+// other than Call (cmd/loadgen creates its counters with it).
+func (c *Client) IDToken(ctx context.Context) (string, error) { return c.token(ctx) }
+
 // token returns the identity's ID token, exchanging a fresh custom token
 // when it is missing or about to expire.
 func (c *Client) token(ctx context.Context) (string, error) {

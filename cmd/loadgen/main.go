@@ -46,12 +46,15 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	firebase "firebase.google.com/go/v4"
 
+	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 type flags struct {
 	url, mode, project, token, tokensFile, jsonOut string
+	adminToken                                     string
 	concurrency, shards, counters, users           int
 	duration, lagTimeout                           time.Duration
 	requests                                       int64
@@ -70,6 +73,7 @@ func main() {
 	flag.StringVar(&f.mode, "mode", "functions", "functions: through the HTTP functions; raw: straight to the Firestore emulator")
 	flag.StringVar(&f.project, "project", cmp.Or(os.Getenv("GOOGLE_CLOUD_PROJECT"), "demo-shardcount"), "emulator project of -mode raw")
 	flag.StringVar(&f.token, "token", os.Getenv("FIREBASE_ID_TOKEN"), "Firebase ID token for AUTH=required (or FIREBASE_ID_TOKEN)")
+	flag.StringVar(&f.adminToken, "admin-token", os.Getenv("SHARDCOUNT_ADMIN_TOKEN"), "ID token of an admin identity that creates the counters (or SHARDCOUNT_ADMIN_TOKEN); with -users, one is minted against the Auth emulator")
 	flag.StringVar(&f.tokensFile, "tokens", "", "file of Firebase ID tokens, one per line: the load is spread over their users")
 	flag.IntVar(&f.users, "users", 0, "sign this many users up against the Auth emulator (FIREBASE_AUTH_EMULATOR_HOST) and spread the load over them")
 	flag.IntVar(&f.concurrency, "c", 16, "concurrent requests")
@@ -130,6 +134,11 @@ func run(ctx context.Context, f flags, scenario string) error {
 		}
 	}
 	fns := loadtest.NewFunctions(strings.Split(f.url, ","), tokens, f.concurrency)
+	if f.mode != "raw" {
+		if fns.Admin, err = f.admin(ctx); err != nil {
+			return err
+		}
+	}
 	var counters loadtest.Counters = fns
 	if f.mode == "raw" {
 		raw, err := rawClient(ctx, f.project)
@@ -281,4 +290,22 @@ func (f flags) tokens(ctx context.Context) ([]string, error) {
 		return []string{f.token}, nil
 	}
 	return nil, nil
+}
+
+// admin is the ID token counters are created with: -admin-token, or with
+// -users an admin identity of the Auth emulator (the Admin SDK's custom
+// token, as an app's backend has; see package client).
+func (f flags) admin(ctx context.Context) (string, error) {
+	if f.adminToken != "" || f.users == 0 {
+		return f.adminToken, nil
+	}
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: f.project})
+	if err != nil {
+		return "", err
+	}
+	authClient, err := app.Auth(ctx)
+	if err != nil {
+		return "", err
+	}
+	return client.New(f.url, "loadgen", "loadgen-admin", authClient).IDToken(ctx)
 }

@@ -218,6 +218,11 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"ranked":true}`, id)))
 		case "listCounters":
 			resp, err = http.Get(base + "/?limit=5")
+		case "listMembers":
+			if _, cerr := fs.Doc("counters/"+id+"-liked").Set(context.Background(), map[string]any{"num_shards": 1, "count": 0, "unique": true}); cerr != nil {
+				t.Fatal(cerr)
+			}
+			resp, err = http.Get(base + "/?counter_id=" + id + "-liked")
 		case "topCounters":
 			resp, err = http.Get(base + "/?window=all")
 		case "rollupCounter":

@@ -208,7 +208,7 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 			status, body = deliverEvent(t, spec.Name)
 		case spec.Method == http.MethodGet:
 			q := map[string]string{"getCounter": "?consistency=strong&counter_id=c1", "queryInstruments": "?field=exchange&value=E",
-				"topCounters": "?window=hour", "listCounters": ""}[spec.Name]
+				"topCounters": "?window=hour", "listCounters": "", "listMembers": "?counter_id=c1"}[spec.Name]
 			resp, err := http.Get(base + "/" + spec.Name + q)
 			if err != nil {
 				t.Fatal(err)

@@ -202,7 +202,8 @@ func readLatency(ctx context.Context, method string, shards, reps int, read func
 		BilledReads: (shards + 999) / 1000, Value: value}, nil
 }
 
-// SweepReport is one full reconcile pass over many counters.
+// SweepReport is one pass of the full audit ({"full": true}) over many
+// counters.
 type SweepReport struct {
 	Counters  int     `json:"counters"` // in the project
 	Checked   int     `json:"checked"`
@@ -216,12 +217,12 @@ type SweepReport struct {
 }
 
 // Sweep creates n counters straight in Firestore (every tenth with a stale
-// roll-up) and runs reconcileCounters until a full pass completes.
+// roll-up) and runs the full audit until a pass completes.
 func Sweep(ctx context.Context, f *Functions, raw *Raw, n int) (SweepReport, error) {
 	rep := SweepReport{Counters: n}
 	// Finish any pass under way, so the measured one starts at the beginning.
 	for {
-		r, err := f.Reconcile(ctx)
+		r, err := f.Reconcile(ctx, true)
 		if err != nil {
 			return rep, err
 		}
@@ -238,7 +239,7 @@ func Sweep(ctx context.Context, f *Functions, raw *Raw, n int) (SweepReport, err
 	}
 	t0 := time.Now()
 	for {
-		r, err := f.Reconcile(ctx)
+		r, err := f.Reconcile(ctx, true)
 		if err != nil {
 			return rep, err
 		}

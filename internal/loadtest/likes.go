@@ -109,8 +109,7 @@ func Likes(ctx context.Context, l Liker, mode string, o Options, shards int) (Li
 
 // CreateUnique creates a unique counter.
 func (f *Functions) CreateUnique(ctx context.Context, id string, shards int) error {
-	_, err := f.do(ctx, "POST", "createCounter", "", map[string]any{"counter_id": id, "num_shards": shards, "unique": true}, nil)
-	return err
+	return f.create(ctx, map[string]any{"counter_id": id, "num_shards": shards, "unique": true})
 }
 
 // Users is how many users the functions are called as (one per token).

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,7 +49,11 @@ func (e *StatusError) Error() string { return e.Msg }
 type Functions struct {
 	Bases  []string
 	Tokens []string // Firebase ID tokens when AUTH=required; none: no header
-	HTTP   *http.Client
+	// Admin, when set, is the ID token of an admin identity that creates
+	// the counters (with USER_CREATE off, the deployed default, end users
+	// may not).
+	Admin string
+	HTTP  *http.Client
 }
 
 // NewFunctions returns a client of the servers at bases, as the users of
@@ -138,23 +143,37 @@ func (f *Functions) Reshard(ctx context.Context, id string, n int) error {
 	return err
 }
 
-// Reconcile runs one stretch of the reconcile sweep.
-func (f *Functions) Reconcile(ctx context.Context) (SweepRun, error) {
+// Reconcile runs reconcileCounters once: the scheduled run over the
+// counters active since the last one, or with full a stretch of the full
+// audit of every counter.
+func (f *Functions) Reconcile(ctx context.Context, full bool) (SweepRun, error) {
 	var r SweepRun
-	_, err := f.do(ctx, "POST", "reconcileCounters", "", map[string]any{}, &r)
+	body := map[string]any{}
+	if full {
+		body["full"] = true
+	}
+	_, err := f.do(ctx, "POST", "reconcileCounters", "", body, &r)
 	return r, err
 }
 
 // SweepRun is reconcileCounters' answer.
 type SweepRun struct {
-	Checked      int  `json:"checked"`
-	Corrected    int  `json:"corrected"`
-	Failed       int  `json:"failed"`
-	PassComplete bool `json:"pass_complete"`
+	Mode         string `json:"mode"`
+	Checked      int    `json:"checked"`
+	Corrected    int    `json:"corrected"`
+	Failed       int    `json:"failed"`
+	Again        int    `json:"again"`
+	PassComplete bool   `json:"pass_complete"`
 }
 
 func (f *Functions) CreateCounter(ctx context.Context, id string, shards int) error {
-	_, err := f.do(ctx, "POST", "createCounter", "", map[string]any{"counter_id": id, "num_shards": shards}, nil)
+	return f.create(ctx, map[string]any{"counter_id": id, "num_shards": shards})
+}
+
+// create calls createCounter as the admin identity, if there is one.
+func (f *Functions) create(ctx context.Context, body map[string]any) error {
+	token := cmp.Or(f.Admin, f.token())
+	_, err := f.doAs(ctx, f.Bases[rand.IntN(len(f.Bases))], token, "POST", "createCounter", "", body, nil)
 	return err
 }
 
