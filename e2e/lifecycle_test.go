@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 	"github.com/shardcount/shardcount/internal/service"
 )
@@ -114,9 +117,10 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 		t.Error("the other instance wrote nothing after the delete: the test proves nothing")
 	}
 	// The scheduled reconcile purges what the late writes left, and the
-	// tombstone.
+	// tombstone: the deletion marked the counter at purge_after, and the
+	// run visits it once that marker has settled.
 	var sweep struct{ Purged int }
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(settle + 15*time.Second); ; {
 		r := testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
 		r.Decode(t, &sweep)
 		left := testenv.Dump(t, fs, "counters/"+id)
@@ -124,9 +128,12 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("30 s after reusable_after, %d documents remain, e.g. %v", len(left), firstKey(left))
+			t.Fatalf("%s after reusable_after, %d documents remain, e.g. %v", settle+15*time.Second, len(left), firstKey(left))
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	if _, err := fs.Doc("counter_activity/" + id).Get(context.Background()); status.Code(err) != codes.NotFound {
+		t.Errorf("the purged counter's activity marker: %v, want it gone with the counter", err)
 	}
 	createCounter(t, id, 3)
 	if got := getCounter(t, id, "strong").Count; got != 0 {

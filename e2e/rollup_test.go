@@ -18,6 +18,11 @@ import (
 // cadence is ROLLUP_CADENCE of the functions under test.
 const cadence = time.Second
 
+// settle is how long the scheduled reconcile leaves a counter's activity
+// marker before visiting it (config.ReconcileSettle): twice the marking
+// interval (10 cadences) + FIRESTORE_DEADLINE (3s) + 1 s.
+const settle = 2*10*cadence + 3*time.Second + time.Second
+
 // burst is what incrementMany observed.
 type burst struct {
 	sum    int64       // of the acknowledged deltas
@@ -326,23 +331,72 @@ func TestReconcileHealsALostLastEvent(t *testing.T) {
 		t.Fatalf("eventual = %d, want the stale %d (the event was dropped)", got, sum)
 	}
 
-	var rec struct{ Checked, Corrected int }
-	r = testenv.Do(t, "POST", url("reconcileCounters"), fmt.Sprintf(`{"counter_id":%q}`, id))
-	r.Decode(t, &rec)
-	if r.Status != http.StatusOK || rec.Checked != 1 || rec.Corrected != 1 {
-		t.Fatalf("reconcileCounters: %s", r)
+	// The scheduled run ({}) finds it through the activity index: the
+	// counter's marker, written by a commit at most 10 cadences before
+	// the lost one, is visited once it has settled, and the visit sums
+	// every write made until then.
+	snap, err := testenv.Firestore(t, project).Doc("counter_activity/" + id).Get(context.Background())
+	if err != nil {
+		t.Fatalf("the counter's activity marker: %v", err)
 	}
-	if got := getCounter(t, id, "eventual").Count; got != sum+5 {
-		t.Errorf("after reconcile: eventual = %d, want %d", got, sum+5)
+	marked, _ := snap.Data()["timestamp"].(time.Time)
+	if marked.After(time.Now()) || time.Since(marked) > 10*cadence+5*time.Second {
+		t.Fatalf("the marker says %s: want at most 10 cadences before the lost write", marked)
 	}
-	// The sweep of every counter (other tests' counters included), twice:
-	// the second finds nothing left to correct.
-	for range 2 {
+	var rec struct {
+		Mode               string
+		Checked, Corrected int
+		PassComplete       bool `json:"pass_complete"`
+		Since              string
+	}
+	for deadline := marked.Add(settle + 10*time.Second); ; time.Sleep(500 * time.Millisecond) {
 		r = testenv.Do(t, "POST", url("reconcileCounters"), `{}`)
 		r.Decode(t, &rec)
+		if r.Status != http.StatusOK || rec.Mode != "active" {
+			t.Fatalf("the scheduled reconcile: %s", r)
+		}
+		if got := getCounter(t, id, "eventual").Count; got == sum+5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after the marker, the scheduled runs have not healed it: %s", time.Since(marked), r)
+		}
 	}
-	if r.Status != http.StatusOK || rec.Checked < 1 || rec.Corrected != 0 {
-		t.Errorf("the second sweep of every counter: %s", r)
+	if healed := time.Since(marked); healed < settle-cadence {
+		t.Errorf("healed %s after the marker: before it settled (%s), the run could miss later writes", healed, settle)
+	}
+	since, err := time.Parse(time.RFC3339Nano, rec.Since)
+	if !rec.PassComplete || err != nil || since.Before(marked) {
+		t.Errorf("the healing run covers every counter active up to %q, complete %v: want past the marker, %s", rec.Since, rec.PassComplete, marked)
+	}
+
+	// One counter now, by id.
+	tapCounter(t, id, func(*triggerbridge.Delivery) bool { return false })
+	if r := testenv.Do(t, "POST", url("incrementCounter"), fmt.Sprintf(`{"counter_id":%q,"delta":2}`, id)); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	r = testenv.Do(t, "POST", url("reconcileCounters"), fmt.Sprintf(`{"counter_id":%q}`, id))
+	r.Decode(t, &rec)
+	if r.Status != http.StatusOK || rec.Mode != "one" || rec.Checked != 1 || rec.Corrected != 1 {
+		t.Fatalf("reconcileCounters of one counter: %s", r)
+	}
+	if got := getCounter(t, id, "eventual").Count; got != sum+7 {
+		t.Errorf("after reconcile: eventual = %d, want %d", got, sum+7)
+	}
+	// The full audit of every counter (other tests' counters included),
+	// to the end of a pass, twice: the second finds nothing to correct.
+	for pass := range 2 {
+		rec.PassComplete = false
+		for !rec.PassComplete {
+			r = testenv.Do(t, "POST", url("reconcileCounters"), `{"full": true}`)
+			r.Decode(t, &rec)
+			if r.Status != http.StatusOK || rec.Mode != "full" {
+				t.Fatalf("the full audit: %s", r)
+			}
+		}
+		if pass == 1 && rec.Corrected != 0 {
+			t.Errorf("the second full audit corrected %d counters: %s", rec.Corrected, r)
+		}
 	}
 	r = testenv.Do(t, "POST", url("reconcileCounters"), `{"counter_id":"nope-404"}`)
 	if r.Status != http.StatusNotFound {

@@ -72,6 +72,7 @@ type Config struct {
 	AutoShardingSlowCommit time.Duration
 
 	InstrumentShards int
+	ActivityShards   int
 
 	// Roles (AUTH=required): what a signed-in user who is neither the
 	// counter's owner nor an admin may do.
@@ -209,6 +210,8 @@ var Settings = []Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingInterval }, time.Second, 24*time.Hour)},
 	{"AUTO_SHARDING_SLOW_COMMIT", "500ms", "An increment commit slower than this counts as contention for automatic sharding.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingSlowCommit }, time.Millisecond, time.Minute)},
+	{"ACTIVITY_SHARDS", "10", "Shard values of the activity index reconcile finds its work in (1–1000): it takes about 500 marker writes a second per value, one per active counter per 10 × `ROLLUP_CADENCE` per instance at most. Only ever increase it. See docs/design/rollup.md.", Deployed,
+		intIn(func(c *Config) *int { return &c.ActivityShards }, 1, 1000)},
 	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it.", Deployed,
 		intIn(func(c *Config) *int { return &c.InstrumentShards }, 1, 1000)},
 	{"USER_MAX_DELTA", "1", "Largest \\|delta\\| an end user may send (AUTH=required); the counter's owner and admins send any delta up to 10⁹. See the README's \"Who may do what\".", Deployed,
@@ -367,6 +370,19 @@ func (c Config) RollupWork() time.Duration { return 3*c.RollupCadence + 2*c.Fire
 // RollupTimeout is rollupCounter's deployed timeout: its work, and a
 // margin to answer.
 func (c Config) RollupTimeout() time.Duration { return c.RollupWork() + 30*time.Second }
+
+// ActivityEvery is how often an instance marks a counter it writes in the
+// activity index (docs/design/rollup.md): ten cadences, so a counter hot
+// on many instances takes few writes a second on its one marker.
+func (c Config) ActivityEvery() time.Duration { return 10 * c.RollupCadence }
+
+// ReconcileSettle is how long after its marker the scheduled reconcile
+// visits a counter: longer than an instance marks it after a write
+// (ActivityEvery), plus clock skew and a commit's time, so every write is
+// in the sum the visit reads, and the roll-up has had its turn.
+func (c Config) ReconcileSettle() time.Duration {
+	return 2*c.ActivityEvery() + c.FirestoreDeadline + time.Second
+}
 
 // ReconcileWork bounds one reconcileCounters run: its budget, then saving
 // its cursor.

@@ -79,6 +79,11 @@ type Options struct {
 	// Windows keeps the roll-up's changes in minute, hour and day buckets
 	// for so long; nil turns them off (WINDOWS=off).
 	Windows windows.Retention
+	// ActivityEvery is how often an instance marks a counter it writes in
+	// the activity index (config.ActivityEvery), on ActivityShards shard values
+	// (ACTIVITY_SHARDS).
+	ActivityEvery  time.Duration
+	ActivityShards int
 	// Kinds are the app's kinds: an absent counter of one is created by
 	// its first increment (Increments.Apply).
 	Kinds counter.Kinds
@@ -129,6 +134,7 @@ type base struct {
 	cached    *lru.Cache[string, cachedCounter]
 	known     *lru.Cache[string, knownValue] // see Increments.Apply
 	contended *lru.Cache[string, bool]       // the last commit of the counter was slow or refused
+	marked    *lru.Cache[string, time.Time]  // when this instance last marked a counter active
 }
 
 type cachedCounter struct {
@@ -140,6 +146,7 @@ func newBase(db *DB, opts Options) *base {
 	cached, _ := lru.New[string, cachedCounter](maxCached) // size > 0 never fails
 	known, _ := lru.New[string, knownValue](maxCached)
 	contended, _ := lru.New[string, bool](maxCached)
+	marked, _ := lru.New[string, time.Time](maxCached)
 	now, intn := opts.Now, opts.IntN
 	if now == nil {
 		now = time.Now
@@ -147,7 +154,7 @@ func newBase(db *DB, opts Options) *base {
 	if intn == nil {
 		intn = rand.IntN
 	}
-	return &base{db: db, opts: opts, now: now, intn: intn, cached: cached, known: known, contended: contended}
+	return &base{db: db, opts: opts, now: now, intn: intn, cached: cached, known: known, contended: contended, marked: marked}
 }
 
 // Paths of a counter's documents and collections, relative to the

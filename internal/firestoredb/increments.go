@@ -133,6 +133,9 @@ func (p *incrementCommit) commit(ctx context.Context) bool {
 	}
 	switch code(err) {
 	case codes.OK:
+		if p.marks {
+			p.s.noteMarked(p.c.ID, start)
+		}
 		p.created(resp)
 		p.settle(resp)
 		return false
@@ -204,6 +207,7 @@ type incrementCommit struct {
 	// pending op's outcome if the commit succeeds.
 	net        int64
 	shardWrite bool
+	marks      bool // the commit marks the counter active
 	outcome    map[int]IncrementResult
 }
 
@@ -246,7 +250,13 @@ func (p *incrementCommit) writes() []*pb.Write {
 		}
 		writes = append([]*pb.Write{p.s.shardWrite(p.c.ID, p.shard, change)}, writes...)
 	}
-	return p.withCreation(append(writes, p.keyWrites()...))
+	writes = append(writes, p.keyWrites()...)
+	// The activity index, in this commit when the instance has not
+	// marked the counter lately (internal/activity).
+	if p.marks = len(writes) > 0 && p.s.markDue(p.c.ID); p.marks {
+		writes = append(writes, p.s.activityWrite(p.c.ID, time.Time{}))
+	}
+	return p.withCreation(writes)
 }
 
 // settle records the outcome of a successful commit (resp nil: nothing

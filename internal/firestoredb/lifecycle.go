@@ -52,7 +52,9 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		// deleted: true, what a client's listener renders as gone.
 		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0),
 			fieldDeleted: boolValue(true)}
-		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldCount, fieldDeleted, fieldDeletedAt, fieldPurgeAfter}, c.Version)}, nil
+		// Marked at purge_after: reconcile finishes the purge then.
+		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldCount, fieldDeleted, fieldDeletedAt, fieldPurgeAfter}, c.Version),
+			s.activityWrite(id, tomb.PurgeAfter)}, nil
 	})
 	if err != nil {
 		return counter.Counter{}, err
@@ -197,7 +199,10 @@ func (s *Counters) purge(ctx context.Context, c counter.Counter, dropTombstone b
 		return version, false, nil // late writes may still land
 	}
 	if dropTombstone {
-		_, err := s.db.commit(ctx, deleteWrite(s.counterName(c.ID), version))
+		// The counter's activity marker goes with it: nothing is left to
+		// visit, and 10⁸ deleted counters leave no markers behind.
+		_, err := s.db.commit(ctx, deleteWrite(s.counterName(c.ID), version),
+			&pb.Write{Operation: &pb.Write_Delete{Delete: s.activityName(c.ID)}})
 		switch code(err) {
 		case codes.OK, codes.NotFound:
 			s.forget(c.ID)
@@ -283,7 +288,7 @@ func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, er
 		}
 		stamp := updateWrite(s.counterName(id), nil, []string{}, c.Version)
 		stamp.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldResetAt)}
-		return []*pb.Write{stamp, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1})}, nil
+		return []*pb.Write{stamp, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1}), s.activityWrite(id, time.Time{})}, nil
 	})
 	if err != nil {
 		return time.Time{}, err

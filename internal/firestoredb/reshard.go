@@ -52,7 +52,11 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 			next.Reshard.MergedAt = now // nothing to merge
 		}
 		fields := map[string]*pb.Value{fieldNumShards: intValue(int64(n)), fieldReshard: reshardValue(next.Reshard)}
-		return []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldNumShards, fieldReshard}, c.Version)}, nil
+		writes := []*pb.Write{updateWrite(s.counterName(id), fields, []string{fieldNumShards, fieldReshard}, c.Version)}
+		if n < c.NumShards {
+			writes = append(writes, s.activityWrite(id, next.Reshard.MergeUntil)) // reconcile merges then, if nobody writes it
+		}
+		return writes, nil
 	})
 	if err != nil {
 		return c, c, 0, err

@@ -7,6 +7,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/shardcount/internal/activity"
 )
 
 // SweepEntry is a counter the reconcile sweep visits.
@@ -40,9 +42,11 @@ func (s *Rollups) SweepQuery(after string, limit int) firestore.Query {
 	return q.Select(fieldDeletedAt)
 }
 
-// ReconcileCursor is where the resumable reconcile sweep stands.
+// ReconcileCursor is where reconcile stands: the scheduled runs in the
+// activity index (Active), the full audit in the counters' ids.
 type ReconcileCursor struct {
-	After       string    // last counter id checked; "" at the start of a pass
+	Active      activity.Cursor
+	After       string    // full audit: last counter id checked; "" at the start of a pass
 	PassStarted time.Time // when the current pass began
 	Passes      int64     // completed passes
 }
@@ -59,7 +63,8 @@ func (s *Rollups) LoadReconcileCursor(ctx context.Context) (ReconcileCursor, err
 		return ReconcileCursor{}, nil
 	}
 	d := docOf(pd)
-	c := ReconcileCursor{After: d.str("after"), PassStarted: d.time("pass_started"), Passes: d.integer("passes")}
+	c := ReconcileCursor{After: d.str("after"), PassStarted: d.time("pass_started"), Passes: d.integer("passes"),
+		Active: activity.Cursor{At: d.time("active_at"), ID: d.str("active_id")}}
 	if err := d.done(); err != nil {
 		return ReconcileCursor{}, fmt.Errorf("firestoredb: decode the reconcile cursor: %w", err)
 	}
@@ -72,6 +77,7 @@ func (s *Rollups) SaveReconcileCursor(ctx context.Context, c ReconcileCursor) er
 		Name: s.cursorName(),
 		Fields: map[string]*pb.Value{
 			"after": stringValue(c.After), "pass_started": timeValue(c.PassStarted), "passes": intValue(c.Passes),
+			"active_at": timeValue(c.Active.At), "active_id": stringValue(c.Active.ID),
 		},
 	}}})
 	return classify(err, "save the reconcile cursor")

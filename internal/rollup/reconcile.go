@@ -19,6 +19,9 @@ type Outcome struct {
 	// Checked is true when the counter was reconciled, Purged when it was
 	// deleted and is now gone for good (Heal).
 	Checked, Purged bool
+	// Again, when not zero, is when it has more to do: a purge to finish,
+	// a shrink's merge after its merge_until.
+	Again time.Time
 }
 
 // Heal is reconcile's work on one counter: Reconcile a live one, or go on
@@ -33,7 +36,11 @@ func (r *Roller) Heal(ctx context.Context, id string, deleted bool) (Outcome, er
 		}
 	}
 	gone, err := r.store.Purge(ctx, id)
-	return Outcome{Purged: gone && deleted}, err
+	o := Outcome{Purged: gone}
+	if err == nil && !gone {
+		o.Again = r.clock.Now() // deleted, not all purged yet (or not past purge_after)
+	}
+	return o, err
 }
 
 // Reconcile recomputes a counter's total and writes it if the stored one
@@ -67,8 +74,12 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			drift = members - sums.Count
 			sums.Count = members
 		}
+		var again time.Time
+		if c.Reshard.Merging() && !merged {
+			again = c.Reshard.MergeUntil // the merge is due then
+		}
 		if sums.Count == c.Count && !merged && drift == 0 && !c.Legacy {
-			return Outcome{Checked: true}, nil
+			return Outcome{Checked: true, Again: again}, nil
 		}
 		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
 		if err != nil {
@@ -83,7 +94,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 				log.Warn("reconciled a stale roll-up", "count", sums.Count,
 					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 			}
-			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift}, nil
+			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again}, nil
 		}
 	}
 	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,

@@ -241,7 +241,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		cfg: cfg,
 		db:  db,
 		store: firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cfg.ShardCountCache,
-			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows, Kinds: cfg.Kinds}),
+			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows, Kinds: cfg.Kinds,
+			ActivityEvery: cfg.ActivityEvery(), ActivityShards: cfg.ActivityShards}),
 		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
 	}
 	a.roller = rollup.New(a.store.Rollups, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{

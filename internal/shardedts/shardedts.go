@@ -47,10 +47,11 @@ type Collection struct {
 // New returns coll with numShards shard values "0" … "numShards-1"; secret
 // signs page tokens.
 func New(coll *firestore.CollectionRef, numShards int, secret []byte) *Collection {
-	return &Collection{coll: coll, shards: shardValues(numShards), tokens: &tokenCodec{key: secret}}
+	return &Collection{coll: coll, shards: Values(numShards), tokens: &tokenCodec{key: secret}}
 }
 
-func shardValues(n int) []string {
+// Values are the shard values of n shards: "0" … "n-1".
+func Values(n int) []string {
 	shards := make([]string, n)
 	for i := range shards {
 		shards[i] = strconv.Itoa(i)

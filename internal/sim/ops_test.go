@@ -7,6 +7,7 @@ import (
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/shardcount/shardcount/internal/activity"
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
@@ -91,16 +92,46 @@ func (w *world) randomSchedule() {
 			}
 		}
 	}
-	// Quiescence: once every delivery and retry is over and no late
-	// write can land, reconcile runs twice over every counter, as the
-	// scheduled job does.
-	for _, after := range []time.Duration{30 * time.Second, 40 * time.Second} {
-		w.at(w.quietAt.Add(lateWrites+after), func() {
-			for _, id := range w.counters {
-				w.reconcile(id)
-			}
-		})
+	// Scheduled runs come in the middle of the work too: what they pass
+	// must not be written again unmarked.
+	for range w.rng.IntN(4) {
+		w.at(epoch.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor+lateWrites)))), func() { w.sweep(w.pick()) })
 	}
+	w.scheduledRuns(w.quietAt)
+}
+
+// scheduledRuns are the scheduled reconcile runs after quiet: once every
+// delivery and retry is over and no late write can land, two runs over the
+// counters the activity index marked, as Cloud Scheduler's job makes them.
+// They alone heal a roll-up whose last event was lost and finish purges:
+// the invariants at quiescence hold only if the index found every counter
+// that needed it.
+func (w *world) scheduledRuns(quiet time.Time) {
+	for _, after := range []time.Duration{30 * time.Second, 40 * time.Second} {
+		w.at(quiet.Add(lateWrites+after), func() { w.sweep(w.pick()) })
+	}
+}
+
+// sweep is one scheduled reconcile run on instance n (internal/service's
+// reconcileActive, with the same parts).
+func (w *world) sweep(n int) {
+	inst := w.instances[n]
+	o := w.newOp("sweep", "", n)
+	w.spawn(o, func(ctx context.Context) error {
+		run := activity.Run{Source: inst.store.Rollups, Page: 50, Concurrency: 1, Now: inst.clock.Now,
+			Heal: func(ctx context.Context, id string) (time.Time, error) {
+				out, err := inst.roller.Heal(ctx, id, false)
+				if errs.Is(err, errs.NotFound) {
+					return time.Time{}, nil
+				}
+				return out.Again, err
+			}}
+		now := inst.clock.Now()
+		res, err := run.Do(ctx, w.sweepCursor, now.Add(-settings.ReconcileSettle()), now.Add(time.Minute))
+		w.sweepCursor = res.Cursor
+		w.tracef("  sweep: %+v", res)
+		return err
+	}, func(err error) { w.finish(o, err) })
 }
 
 func (w *world) newOp(kind, id string, inst int) *op {

@@ -28,18 +28,12 @@ func scripted(t *testing.T, instances int) *world {
 	return w
 }
 
-// quiesce reconciles every counter twice after t, as the scheduled job
+// quiesce runs the scheduled reconcile twice after t, as the scheduled job
 // does, and runs the schedule to its end.
 func (w *world) quiesce(t *testing.T, after time.Time) {
 	t.Helper()
 	w.quietAt = after
-	for _, d := range []time.Duration{lateWrites + 30*time.Second, lateWrites + 40*time.Second} {
-		w.at(after.Add(d), func() {
-			for _, id := range w.counters {
-				w.reconcile(id)
-			}
-		})
-	}
+	w.scheduledRuns(after)
 	problems := w.run()
 	if testing.Verbose() {
 		t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))

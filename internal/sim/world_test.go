@@ -12,6 +12,8 @@ import (
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/shardcount/shardcount/internal/activity"
+	svcconfig "github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
@@ -34,6 +36,11 @@ const (
 	cadence    = time.Second // ROLLUP_CADENCE
 	maxBatch   = 8           // GROUP_COMMIT_MAX_BATCH
 )
+
+// settings are the service's settings derived from those above: how
+// often an instance marks a counter active, and how long after its
+// marker reconcile visits it.
+var settings = svcconfig.Config{RollupCadence: cadence, FirestoreDeadline: deadline}
 
 // kinds are the simulated app's kinds of counters.
 var kinds = counter.Kinds{"likes": {Name: "likes", Unique: true, NumShards: 3}, "views": {Name: "views", NumShards: 2}}
@@ -144,6 +151,7 @@ type world struct {
 	incarnation map[string]int
 	createdAt   map[string][]time.Time // each incarnation's creation
 	wasReset    map[string]bool        // "id#incarnation": a reset committed to it
+	sweepCursor activity.Cursor        // where the scheduled reconcile runs stand
 	dropped     map[string]time.Time   // when a counter's tombstone was last dropped
 	ops         []*op
 	commits     []commitRec
@@ -178,7 +186,7 @@ func newWorld(r *rand.Rand, cfg config) *world {
 			panic(err)
 		}
 		store := firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cacheFor, Windows: windows.DefaultRetention,
-			Now: c.Now, IntN: w.rng.IntN, Kinds: kinds})
+			Now: c.Now, IntN: w.rng.IntN, Kinds: kinds, ActivityEvery: settings.ActivityEvery(), ActivityShards: 3})
 		w.instances = append(w.instances, &instance{n: i, clock: c, store: store,
 			roller: rollup.New(store.Rollups, rollup.Options{Cadence: cadence, Clock: c}),
 			queued: map[string][]*op{}, busy: map[string]bool{}})

@@ -1,0 +1,237 @@
+package service
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/shardcount/shardcount/internal/activity"
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/rollup"
+)
+
+// ReconcileRequest is the input of reconcileCounters: one counter; the
+// full audit of every counter with full; else, the scheduled run over the
+// counters active since the last one.
+type ReconcileRequest struct {
+	CounterID *string `json:"counter_id"`
+	Full      *bool   `json:"full"`
+}
+
+// ReconcileResponse counts the counters checked, those whose roll-up was
+// stale and got corrected, those that failed (the next run visits them
+// again), those with more to do later (again), the unique counters whose
+// shards differed from their members (corrected to the member count;
+// Drift sums the differences), and the deleted counters purged for good.
+// PassComplete is true when the run covered everything it had to: every
+// counter active up to Since (scheduled), or every counter (full).
+type ReconcileResponse struct {
+	Mode         string `json:"mode"` // "active", "full" or "one"
+	Checked      int    `json:"checked"`
+	Corrected    int    `json:"corrected"`
+	Failed       int    `json:"failed"`
+	Again        int    `json:"again,omitempty"`
+	Audited      int    `json:"audit_corrected"`
+	Drift        int64  `json:"audit_drift"`
+	Purged       int    `json:"purged"`
+	PassComplete bool   `json:"pass_complete"`
+	Since        string `json:"since,omitempty"`  // scheduled: every counter active up to this time was visited
+	Cursor       string `json:"cursor,omitempty"` // full: the last counter id checked
+}
+
+// add counts one counter's outcome.
+func (r *ReconcileResponse) add(o rollup.Outcome) {
+	if o.Purged {
+		r.Purged++
+	}
+	if !o.Checked {
+		return
+	}
+	r.Checked++
+	if o.Corrected {
+		r.Corrected++
+	}
+	if o.Drift != 0 {
+		r.Audited++
+		r.Drift += o.Drift
+	}
+}
+
+// Reconcile sizes: markers or counters read per page, and visited at once.
+const (
+	sweepPage        = 300
+	sweepConcurrency = 16
+)
+
+// reconcileCounters heals roll-ups whose last event was lost, finishes
+// shrinks on quiet counters and purges deleted ones; Cloud Scheduler calls
+// it (README "Roll-up"). Without counter_id it works for RECONCILE_BUDGET
+// and saves where it stopped (in Firestore) for the next run.
+func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	ctx = firestoredb.WithLabel(ctx, "reconcile")
+	var body ReconcileRequest
+	if err := req.Decode(&body); err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case body.CounterID != nil:
+		if err := counter.ValidateID(*body.CounterID); err != nil {
+			return 0, nil, err
+		}
+		logging.Annotate(ctx, "counter_id", *body.CounterID)
+		resp := ReconcileResponse{Mode: "one"}
+		if err := a.reconcileOne(ctx, firestoredb.SweepEntry{ID: *body.CounterID}, &resp); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, resp, nil
+	case body.Full != nil && *body.Full:
+		return a.sweep(ctx)
+	}
+	return a.reconcileActive(ctx)
+}
+
+// reconcileOne reconciles a counter, or purges a deleted one, and counts
+// what it did in resp.
+func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *ReconcileResponse) error {
+	ctx, cancel := a.call(ctx)
+	defer cancel()
+	o, err := a.roller.Heal(ctx, e.ID, e.Deleted)
+	if err == nil {
+		resp.add(o)
+	}
+	return err
+}
+
+// call bounds one Firestore call of a long-running function.
+func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.cfg.FirestoreDeadline)
+}
+
+// reconcileActive is the scheduled run: the counters the activity index
+// marked since the last run (internal/activity), and only those.
+func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
+	cctx, cancel := a.call(ctx)
+	cur, err := a.store.Rollups.LoadReconcileCursor(cctx)
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	now := time.Now()
+	resp := ReconcileResponse{Mode: "active"}
+	var mu sync.Mutex
+	run := activity.Run{Source: a.store.Rollups, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
+		Heal: func(ctx context.Context, id string) (time.Time, error) {
+			ctx, cancel := a.call(ctx)
+			defer cancel()
+			o, err := a.roller.Heal(ctx, id, false)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errs.Is(err, errs.NotFound):
+				return time.Time{}, nil // gone: nothing to do
+			case err != nil:
+				resp.Failed++
+				logging.FromContext(ctx).Warn("reconcile failed; the next run visits it again", "counter_id", id, "error", err.Error())
+				return time.Time{}, err
+			}
+			resp.add(o)
+			return o.Again, nil
+		}}
+	until := now.Add(-a.cfg.ReconcileSettle())
+	res, err := run.Do(ctx, cur.Active, until, now.Add(a.cfg.ReconcileBudget))
+	if err != nil {
+		return 0, nil, err
+	}
+	cur.Active = res.Cursor
+	cctx, cancel = a.call(ctx)
+	err = a.store.Rollups.SaveReconcileCursor(cctx, cur)
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	resp.Again, resp.PassComplete = res.Again, res.Complete
+	if res.Complete {
+		resp.Since = until.UTC().Format(time.RFC3339Nano)
+	}
+	logging.FromContext(ctx).Info("reconcile run", "checked", resp.Checked, "corrected", resp.Corrected, "failed", resp.Failed,
+		"again", resp.Again, "audit_corrected", resp.Audited, "audit_drift", resp.Drift, "purged", resp.Purged,
+		"pass_complete", resp.PassComplete, "visited", res.Visited)
+	return http.StatusOK, resp, nil
+}
+
+// sweep is the full audit ({"full": true}): every counter, in id order,
+// from where the last full run stopped.
+func (a *app) sweep(ctx context.Context) (int, any, error) {
+	stop := time.Now().Add(a.cfg.ReconcileBudget)
+	cctx, cancel := a.call(ctx)
+	cur, err := a.store.Rollups.LoadReconcileCursor(cctx)
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	if cur.After == "" {
+		cur.PassStarted = time.Now()
+	}
+	resp := ReconcileResponse{Mode: "full"}
+	for time.Now().Before(stop) {
+		cctx, cancel := a.call(ctx)
+		page, err := a.store.Rollups.SweepPage(cctx, cur.After, sweepPage)
+		cancel()
+		if err != nil {
+			return 0, nil, err
+		}
+		var mu sync.Mutex
+		var g errgroup.Group
+		g.SetLimit(sweepConcurrency)
+		for _, e := range page {
+			g.Go(func() error {
+				var one ReconcileResponse
+				err := a.reconcileOne(ctx, e, &one)
+				mu.Lock()
+				defer mu.Unlock()
+				if errs.Is(err, errs.NotFound) {
+					return nil // gone meanwhile
+				}
+				if err != nil {
+					resp.Failed++
+					logging.FromContext(ctx).Warn("reconcile failed; the next pass tries again", "counter_id", e.ID, "error", err.Error())
+					return nil // counted: the pass goes on
+				}
+				resp.Checked += one.Checked
+				resp.Corrected += one.Corrected
+				resp.Audited += one.Audited
+				resp.Drift += one.Drift
+				resp.Purged += one.Purged
+				return nil
+			})
+		}
+		_ = g.Wait()
+		if len(page) < sweepPage {
+			cur.After, cur.Passes = "", cur.Passes+1
+			resp.PassComplete = true
+		} else {
+			cur.After = page[len(page)-1].ID
+		}
+		cctx, cancel = a.call(ctx)
+		err = a.store.Rollups.SaveReconcileCursor(cctx, cur)
+		cancel()
+		if err != nil {
+			return 0, nil, err
+		}
+		if resp.PassComplete {
+			break
+		}
+	}
+	resp.Cursor = cur.After
+	logging.FromContext(ctx).Info("reconcile full audit", "checked", resp.Checked, "corrected", resp.Corrected,
+		"failed", resp.Failed, "audit_corrected", resp.Audited, "audit_drift", resp.Drift, "purged", resp.Purged,
+		"pass_complete", resp.PassComplete, "cursor", cur.After, "passes", cur.Passes)
+	return http.StatusOK, resp, nil
+}
