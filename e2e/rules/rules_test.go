@@ -30,6 +30,7 @@ var documents = []struct{ kind, path string }{
 	{"another's member", "counters/c1/members/user-b"},
 	{"time window", "counters/c1/windows/hour_2026-01-01T00:00:00Z"},
 	{"instrument", "instruments/i1"},
+	{"activity marker", "counter_activity/c1"},
 	{"shardcount state", "shardcount/reconcile"},
 	{"unknown collection", "others/o1"},
 }

@@ -11,7 +11,7 @@ import (
 // there, since rules add up.
 var documentsOf = map[string][]string{
 	"counters": {"counters/c", "counters/c/shards/0", "counters/c/members/u", "counters/c/idempotency_keys/k",
-		"counters/c/rollup_slots/s", "counters/c/windows/w", "shardcount/reconcile"},
+		"counters/c/rollup_slots/s", "counters/c/windows/w", "counter_activity/c", "shardcount/reconcile"},
 	"instruments": {"instruments/i"},
 }
 
