@@ -241,7 +241,7 @@ func TestBatchAnswersPerItem(t *testing.T) {
 	var added []string
 	for path := range after {
 		if _, ok := before[path]; !ok {
-			added = append(added, strings.TrimPrefix(path, "projects/"+project+"/databases/(default)/documents/"))
+			added = append(added, strings.TrimPrefix(path, "projects/"+project+"/databases/"+testenv.Database()+"/documents/"))
 		}
 	}
 	slices.Sort(added)

@@ -87,7 +87,7 @@ func setup() error {
 	}
 	bridge = &triggerbridge.Bridge{Target: base, Intercept: intercept}
 	go http.Serve(l, bridge)
-	return triggerbridge.RegisterAll(context.Background(), host, project)
+	return triggerbridge.RegisterAll(context.Background(), host, project, testenv.Database())
 }
 
 // intercept lets a test see (and drop) the events of its own counter.

@@ -19,6 +19,8 @@
 #                   your app's rules are tested together with shardcount's (merged into them by
 #                   scripts/firebase-merge.sh). Paths are relative to where you run dev.sh.
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
+#   FIRESTORE_DATABASE  the Firestore database of the counters (default (default)); the trigger,
+#                   the functions and the web app use it
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
 unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
@@ -100,7 +102,7 @@ sc_start web "$tmp/web.log" bash -c 'sleep infinity | exec "$@"' _ node_modules/
 sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
 base=http://127.0.0.1:$FUNCTIONS_PORT
-web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT"
+web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT${FIRESTORE_DATABASE:+&database=$FIRESTORE_DATABASE}"
 case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=$base/debug/appcheck/token${APP_CHECK_CONSUME:+&consume=$APP_CHECK_CONSUME}" ;; esac
 cat <<MSG
 

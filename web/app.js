@@ -34,7 +34,8 @@ if (params.get("appcheck")) {
 }
 const auth = getAuth(app);
 connectAuthEmulator(auth, `http://${setting("auth", "127.0.0.1:9099")}`, { disableWarnings: true });
-const db = getFirestore(app);
+// The database of FIRESTORE_DATABASE (scripts/dev.sh passes it on).
+const db = getFirestore(app, setting("database", "(default)"));
 connectFirestoreEmulator(db, fsHost, Number(fsPort));
 const functions = getFunctions(app, setting("region", "us-central1"));
 connectFunctionsEmulator(functions, fnHost, Number(fnPort));

@@ -114,7 +114,7 @@ func (p *plan) deployFunction(spec service.Spec, runtime string, env deployEnv) 
 	case service.FirestoreTrigger:
 		args = append(args,
 			"--trigger-event-filters=type="+spec.EventType,
-			"--trigger-event-filters=database=(default)",
+			"--trigger-event-filters=database="+p.database,
 			"--trigger-event-filters-path-pattern=document="+spec.Document,
 			// Errors are returned only when a retry can help.
 			"--retry",

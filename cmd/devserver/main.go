@@ -140,6 +140,7 @@ func listen(addr string, h http.Handler) error { return server(addr, h, serving)
 
 func serveTriggers(host, port, triggerPort string, routes map[string][]string) error {
 	emulator, project := os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("GOOGLE_CLOUD_PROJECT")
+	database := cmp.Or(os.Getenv("FIRESTORE_DATABASE"), "(default)")
 	if emulator == "" || project == "" {
 		return errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
 	}
@@ -153,7 +154,7 @@ func serveTriggers(host, port, triggerPort string, routes map[string][]string) e
 		projects = append(projects, project)
 	}
 	for _, p := range projects {
-		if err := triggerbridge.RegisterAll(ctx, emulator, p); err != nil {
+		if err := triggerbridge.RegisterAll(ctx, emulator, p, database); err != nil {
 			return err
 		}
 	}

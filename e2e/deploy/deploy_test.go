@@ -422,3 +422,36 @@ func readFile(t *testing.T, path string) string {
 // through a link.
 // TestMergingIntoShardcountItselfIsRefused: run from shardcount's checkout
 // with ".", the merge rewrote shardcount's own files, its source.
+
+// TestDryRunNamedDatabase: with FIRESTORE_DATABASE the functions keep
+// their documents in that database, the roll-up's trigger takes its
+// writes, and the indexes, TTL policies and rules go to it.
+func TestDryRunNamedDatabase(t *testing.T) {
+	plan, err := dryRun(t, []string{"FIRESTORE_DATABASE=counters-db"}, "--project=demo-x", "--replace-rules")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, plan)
+	}
+	lines := deployLines(t, plan)
+	for _, spec := range service.Catalog {
+		if args := lines[spec.Name]; !slices.ContainsFunc(args, func(a string) bool {
+			return strings.HasPrefix(a, "--set-env-vars=") && strings.Contains(a, ";FIRESTORE_DATABASE=counters-db")
+		}) {
+			t.Errorf("%s is not deployed with FIRESTORE_DATABASE=counters-db: %v", spec.Name, args)
+		}
+		if spec.Kind == service.FirestoreTrigger && !slices.Contains(lines[spec.Name], "--trigger-event-filters=database=counters-db") {
+			t.Errorf("%s does not take the writes of counters-db: %v", spec.Name, lines[spec.Name])
+		}
+	}
+	for _, want := range []string{"indexes composite create --project=demo-x --database=counters-db", "--database=counters-db --collection-group=windows --enable-ttl",
+		"releases/cloud.firestore/counters-db"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "(default)") {
+		t.Errorf("the plan still names the (default) database:\n%s", plan)
+	}
+	if out, err := dryRun(t, []string{"FIRESTORE_DATABASE=Bad_Name"}, "--project=demo-x"); err == nil {
+		t.Errorf("FIRESTORE_DATABASE=Bad_Name was accepted:\n%s", out)
+	}
+}

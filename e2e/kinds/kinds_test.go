@@ -189,7 +189,7 @@ func TestAUsersLikesAreOneQuery(t *testing.T) {
 		"orderBy": []any{map[string]any{"field": map[string]any{"fieldPath": "joined_at"}, "direction": "DESCENDING"}},
 	}}
 	body, _ := json.Marshal(q)
-	req, _ := http.NewRequest("POST", "http://"+host+"/v1/projects/"+project+"/databases/(default)/documents:runQuery", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", "http://"+host+"/v1/projects/"+project+"/databases/"+testenv.Database()+"/documents:runQuery", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+dave)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	// ProjectID is the Google Cloud project; empty means "detect it from the
 	// runtime credentials" (Cloud Functions), which the emulators cannot do.
 	ProjectID string
+	// Database is FIRESTORE_DATABASE: the Firestore database of every
+	// document the functions keep.
+	Database string
 	// Deployed is true on Cloud Functions / Cloud Run (K_SERVICE is set).
 	Deployed bool
 	// EmulatorHost is FIRESTORE_EMULATOR_HOST; when set, every Firestore
@@ -142,6 +146,9 @@ type Setting struct {
 	parse   func(c *Config, v string) error
 }
 
+// databaseID is what Firestore accepts as a named database's id.
+var databaseID = regexp.MustCompile(`^[a-z][a-z0-9-]{2,61}[a-z0-9]$`)
+
 // Settings lists every environment variable the functions read.
 var Settings = []Setting{
 	{"GOOGLE_CLOUD_PROJECT", "", "Project id; detected on Google Cloud (`GCLOUD_PROJECT` is read when it is unset). Required with the emulators (use a `demo-` id).", Platform,
@@ -151,6 +158,14 @@ var Settings = []Setting{
 			if c.ProjectID == "" {
 				c.ProjectID = v
 			}
+			return nil
+		}},
+	{"FIRESTORE_DATABASE", "(default)", "The Firestore database that holds the counters, their keys, windows and slots, and the activity index: `(default)` or a named database's id. The roll-up trigger, rules and indexes are deployed to it (docs/operations/deploy.md).", Deployed,
+		func(c *Config, v string) error {
+			if v != "(default)" && !databaseID.MatchString(v) {
+				return fmt.Errorf("must be (default) or a database id (4–63 lowercase letters, digits and hyphens, starting with a letter), got %q", v)
+			}
+			c.Database = v
 			return nil
 		}},
 	{"K_SERVICE", "", "Set by Cloud Functions / Cloud Run: the function is deployed. It then refuses the emulator settings, and a function that signs page tokens (`queryInstruments`) requires `PAGE_TOKEN_SECRET`.", Platform,

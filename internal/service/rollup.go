@@ -28,6 +28,11 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 	if !ok {
 		return errs.New(errs.InvalidArgument, "the event is about %q, not a shard of a counter", ev.Name())
 	}
+	// A trigger deployed on another database (FIRESTORE_DATABASE changed,
+	// or its filter wrong) would roll up a counter of this one by mistake.
+	if !strings.Contains(ev.Name(), "/databases/"+a.cfg.Database+"/documents/") {
+		return errs.New(errs.InvalidArgument, "the event is about %q, not a document of the database %s (FIRESTORE_DATABASE)", ev.Name(), a.cfg.Database)
+	}
 	logging.Annotate(ctx, "counter_id", id)
 	// A slot's holder sleeps up to a cadence, then makes a few calls.
 	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), a.cfg.RollupWork())

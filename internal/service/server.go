@@ -233,7 +233,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 	if cfg.Auth == config.AuthOff {
 		log.Warn("AUTH=off: every HTTP function accepts anonymous calls; use this for local demos only")
 	}
-	db, err := firestoredb.Open(ctx, cfg.ProjectID, firestoredb.DefaultDatabase, cfg.EmulatorHost)
+	db, err := firestoredb.Open(ctx, cfg.ProjectID, cfg.Database, cfg.EmulatorHost)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,9 @@ func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
 	notShard := shardEvent(t, "c1")
 	data, _ := fsevent.Encode(&pb.Document{Name: "projects/p/databases/(default)/documents/other/x"}, nil)
 	notShard.Body = httptestBody(data)
+	otherDB := shardEvent(t, "c1")
+	data, _ = fsevent.Encode(&pb.Document{Name: "projects/p/databases/other-db/documents/counters/c1/shards/0"}, nil)
+	otherDB.Body = httptestBody(data)
 	missingID := shardEvent(t, "c1")
 	missingID.Header.Del("Ce-Id")
 	for name, tc := range map[string]struct {
@@ -89,6 +92,7 @@ func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
 		"not a CloudEvent": {httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`)), 400, "not a CloudEvent"},
 		"unusable body":    {badBody, 400, "DocumentEventData"},
 		"not a shard":      {notShard, 400, "not a shard"},
+		"another database": {otherDB, 400, "FIRESTORE_DATABASE"},
 		"no id":            {missingID, 400, "CloudEvent"},
 		"GET":              {httptest.NewRequest(http.MethodGet, "/", nil), 405, "POST"},
 	} {

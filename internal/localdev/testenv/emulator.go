@@ -135,7 +135,7 @@ func ServeTriggers(tb testing.TB, emulatorHost, project, addr, target string) *t
 	tb.Cleanup(func() { l.Close() })
 	bridge := &triggerbridge.Bridge{Target: target}
 	go http.Serve(l, bridge)
-	if err := triggerbridge.RegisterAll(context.Background(), emulatorHost, project); err != nil {
+	if err := triggerbridge.RegisterAll(context.Background(), emulatorHost, project, Database()); err != nil {
 		tb.Fatal(err)
 	}
 	return bridge

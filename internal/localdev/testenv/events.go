@@ -24,7 +24,7 @@ import (
 func ShardEvent(tb testing.TB, url, project, id string, shard int, count int64, updated time.Time) *http.Request {
 	tb.Helper()
 	doc := &pb.Document{
-		Name:       fmt.Sprintf("projects/%s/databases/(default)/documents/counters/%s/shards/%d", project, id, shard),
+		Name:       fmt.Sprintf("projects/%s/databases/%s/documents/counters/%s/shards/%d", project, Database(), id, shard),
 		Fields:     map[string]*pb.Value{"count": {ValueType: &pb.Value_IntegerValue{IntegerValue: count}}},
 		CreateTime: timestamppb.New(updated),
 		UpdateTime: timestamppb.New(updated),
@@ -40,7 +40,7 @@ func ShardEvent(tb testing.TB, url, project, id string, shard int, count int64, 
 	req.Header.Set("Content-Type", "application/protobuf")
 	req.Header.Set("Ce-Specversion", "1.0")
 	req.Header.Set("Ce-Type", "google.cloud.firestore.document.v1.written")
-	req.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/"+project+"/databases/(default)")
+	req.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/"+project+"/databases/"+Database())
 	req.Header.Set("Ce-Id", fmt.Sprintf("test-%d", time.Now().UnixNano()))
 	req.Header.Set("Ce-Subject", fmt.Sprintf("documents/counters/%s/shards/%d", id, shard))
 	req.Header.Set("Ce-Time", updated.UTC().Format(time.RFC3339Nano))
@@ -56,7 +56,7 @@ func FirestoreAt(tb testing.TB, host, project string) *firestore.Client {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := firestore.NewClient(context.Background(), project, option.WithGRPCConn(conn), option.WithoutAuthentication())
+	c, err := firestore.NewClientWithDatabase(context.Background(), project, Database(), option.WithGRPCConn(conn), option.WithoutAuthentication())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,6 +12,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,7 +90,7 @@ func DB(tb testing.TB, project string) *firestoredb.DB {
 	tb.Helper()
 	host, err := EmulatorHost()
 	NeedEmulators(tb, err)
-	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
+	db, err := firestoredb.Open(context.Background(), project, Database(), host)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,12 +109,17 @@ func NewProjectID(prefix string) string {
 	return "demo-" + prefix + "-" + string(b)
 }
 
+// Database is the Firestore database the tests and the functions they
+// start use: FIRESTORE_DATABASE, which scripts/test.sh sets to a named
+// database for one whole suite, or (default).
+func Database() string { return cmp.Or(os.Getenv("FIRESTORE_DATABASE"), firestoredb.DefaultDatabase) }
+
 // Firestore returns an admin client of project on the emulator.
 func Firestore(tb testing.TB, project string) *firestore.Client {
 	tb.Helper()
 	_, err := EmulatorHost()
 	NeedEmulators(tb, err)
-	c, err := firestore.NewClient(context.Background(), project)
+	c, err := firestore.NewClientWithDatabase(context.Background(), project, Database())
 	if err != nil {
 		tb.Fatalf("firestore client: %v", err)
 	}

@@ -22,6 +22,7 @@ package triggerbridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -204,13 +205,13 @@ func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
 }
 
 // RegisterAll registers every Firestore trigger of service.Catalog with the
-// emulator at emulatorHost, for project.
-func RegisterAll(ctx context.Context, emulatorHost, project string) error {
+// emulator at emulatorHost, for database of project.
+func RegisterAll(ctx context.Context, emulatorHost, project, database string) error {
 	for _, spec := range service.Catalog {
 		if spec.Kind != service.FirestoreTrigger {
 			continue
 		}
-		if err := Register(ctx, emulatorHost, project, Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document}); err != nil {
+		if err := Register(ctx, emulatorHost, project, Trigger{Function: spec.Name, EventType: spec.EventType, Document: spec.Document, Database: database}); err != nil {
 			return err
 		}
 	}
@@ -222,6 +223,7 @@ type Trigger struct {
 	Function  string // the trigger id; events go to the function of that name
 	EventType string // e.g. google.cloud.firestore.document.v1.written
 	Document  string // path pattern, e.g. counters/{counterId}/shards/{shardId}
+	Database  string // the database whose writes it takes ("" for (default))
 }
 
 // Register asks the emulator at emulatorHost to send project's events
@@ -230,7 +232,7 @@ type Trigger struct {
 func Register(ctx context.Context, emulatorHost, project string, t Trigger) error {
 	body, _ := json.Marshal(map[string]any{
 		"eventType": t.EventType,
-		"database":  "(default)",
+		"database":  cmp.Or(t.Database, "(default)"),
 		"namespace": "(default)",
 		"document":  map[string]string{"value": t.Document, "matchType": "PATH_PATTERN"},
 	})
