@@ -65,6 +65,8 @@ type flags struct {
 	secondURL, rollupTwoURLs, noWindowsURL       string
 	rollupProject                                string
 	soak, cacheWait                              time.Duration
+	million                                      int
+	millionURL, millionTouchURL, millionProject  string
 }
 
 func main() {
@@ -96,8 +98,12 @@ func main() {
 	flag.StringVar(&f.rollupProject, "rollup-project", "", "suite: emulator project of -rollup-url, where rankings and histories are timed")
 	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
 	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
+	flag.IntVar(&f.million, "million", 1_000_000, "million, suite: counters bulk-created for the scale benchmark (0.1% of them active)")
+	flag.StringVar(&f.millionURL, "million-url", "", "suite: functions of -million-project with the roll-up trigger, for the scale benchmark (empty: skip it)")
+	flag.StringVar(&f.millionTouchURL, "million-touch-url", "", "million, suite: a second function server of -million-project whose memory is measured")
+	flag.StringVar(&f.millionProject, "million-project", "demo-bench-million", "million, suite: emulator project of the scale benchmark")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|suite")
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|million|suite")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -123,6 +129,16 @@ func run(ctx context.Context, f flags, scenario string) error {
 	switch scenario {
 	case "suite":
 		return suite(ctx, f, opts)
+	case "million":
+		f.millionURL = f.url
+		r, err := million(ctx, f, opts)
+		var md strings.Builder
+		r.Markdown(&md)
+		fmt.Print(md.String())
+		if err == nil && f.jsonOut != "" {
+			err = writeJSON(f.jsonOut, r)
+		}
+		return err
 	case "render":
 		return render(f.out)
 	}

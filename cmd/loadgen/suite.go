@@ -172,6 +172,13 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	if err := appsSuite(ctx, f, opts, &s, writes, raw, rolled, lag); err != nil {
 		return err
 	}
+	if f.millionURL != "" {
+		m, err := million(ctx, f, opts)
+		if err != nil {
+			return err
+		}
+		s.Million = &m
+	}
 
 	// Instruments queries by shard count, each in a project of its own.
 	for _, shards := range []int{1, 3, 64} {

@@ -26,6 +26,7 @@ type Suite struct {
 	FirstLike *FirstLikesReport `json:"first_likes,omitempty"`
 	Instances *InstancesReport  `json:"instances,omitempty"`
 	Windows   *WindowsReport    `json:"windows,omitempty"`
+	Million   *MillionReport    `json:"million,omitempty"`
 }
 
 // Modes the increments benchmark runs, in the tables' order.
@@ -157,6 +158,7 @@ func (s *Suite) Markdown(w io.Writer) {
 	}
 
 	s.appsMarkdown(w)
+	s.Million.markdown(w)
 
 	if len(s.Queries) > 0 {
 		fmt.Fprintln(w)
