@@ -8,11 +8,14 @@ import (
 // The functions, typed. Each takes what its docs/reference/api.md section
 // says; zero values of optional fields are left out.
 
-// Incremented is incrementCounter's answer.
+// Incremented is incrementCounter's answer, and the key it was sent with:
+// on an error whose outcome is unknown, retry later with IncrementWithKey
+// and that key.
 type Incremented struct {
 	CounterID string `json:"counter_id"`
 	Delta     int64  `json:"delta"`
 	Replayed  bool   `json:"replayed,omitempty"`
+	Key       string `json:"-"`
 }
 
 // Increment adds delta to counter id once, however often the call is
@@ -27,7 +30,8 @@ func (c *Client) Increment(ctx context.Context, id string, delta int64) (Increme
 // across processes (a job that may run twice).
 func (c *Client) IncrementWithKey(ctx context.Context, id string, delta int64, key string) (Incremented, error) {
 	var out Incremented
-	err := c.Call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "idempotency_key": key}, &out)
+	err := c.call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "idempotency_key": key}, &out, true)
+	out.Key = key
 	return out, err
 }
 
@@ -103,9 +107,12 @@ type Ranking struct {
 }
 
 // Top ranks counters of window (minute, hour, day, last_hour, last_day,
-// all), of kind when not "".
+// all), of kind when not "", limit of them (0: the default).
 func (c *Client) Top(ctx context.Context, window, kind string, limit int) (Ranking, error) {
-	body := map[string]any{"window": window, "limit": limit}
+	body := map[string]any{"window": window}
+	if limit > 0 {
+		body["limit"] = limit
+	}
 	if kind != "" {
 		body["kind"] = kind
 	}
@@ -126,7 +133,10 @@ type Members struct {
 // ListMembers pages through unique counter id's members ("who liked this
 // post"), after pageToken ("" for the first page).
 func (c *Client) ListMembers(ctx context.Context, id, pageToken string, limit int) (Members, error) {
-	body := map[string]any{"counter_id": id, "limit": limit}
+	body := map[string]any{"counter_id": id}
+	if limit > 0 {
+		body["limit"] = limit
+	}
 	if pageToken != "" {
 		body["page_token"] = pageToken
 	}

@@ -15,6 +15,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -59,22 +60,46 @@ func New(functionsURL, apiKey, uid string, authClient *auth.Client) *Client {
 // Error is a function's refusal.
 type Error struct {
 	Status     int    // HTTP status
-	Code       string // INVALID_ARGUMENT, NOT_FOUND, …
+	Code       string // INVALID_ARGUMENT, NOT_FOUND, …; "" when the answer was not shardcount's (a proxy's 502)
 	Message    string
-	Field      string        // the field or header it is about, if any
 	RetryAfter time.Duration // how long to wait before trying again, if at all
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
 // Retryable reports whether a retry with the same body can succeed: the
-// only errors Call retries.
-func (e *Error) Retryable() bool { return e.Code == "UNAVAILABLE" || e.Code == "RESOURCE_EXHAUSTED" }
+// only errors Call retries. A 503 or 429 whose body is not shardcount's
+// (the platform's own) says so too.
+func (e *Error) Retryable() bool {
+	return e.Code == "UNAVAILABLE" || e.Code == "RESOURCE_EXHAUSTED" ||
+		e.Code == "" && (e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests)
+}
+
+// unknownOutcome reports whether err leaves it unknown if the call took
+// effect: the connection failed, or a gateway gave up on the function
+// (502, 504). Only a keyed change may be retried then: its key makes a
+// second attempt count once.
+func unknownOutcome(ctx context.Context, err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == "" && (e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout)
+	}
+	return err != nil && ctx.Err() == nil
+}
 
 // IDToken returns the identity's ID token, exchanging a fresh custom token
 // when it is missing or about to expire: for a caller of the functions
 // other than Call (cmd/loadgen creates its counters with it).
 func (c *Client) IDToken(ctx context.Context) (string, error) { return c.token(ctx) }
+
+// dropToken forgets token, if it is still the one kept.
+func (c *Client) dropToken(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idToken == token {
+		c.idToken = ""
+	}
+}
 
 // token returns the identity's ID token, exchanging a fresh custom token
 // when it is missing or about to expire.
@@ -109,6 +134,12 @@ func (c *Client) token(ctx context.Context) (string, error) {
 // in its query, from body's fields) and decodes its answer into out,
 // retrying what shardcount says a retry can fix, with the same body.
 func (c *Client) Call(ctx context.Context, method, fn string, body, out any) error {
+	return c.call(ctx, method, fn, body, out, false)
+}
+
+// call is Call; keyed says the body carries an idempotency key, so an
+// attempt whose outcome is unknown is retried too.
+func (c *Client) call(ctx context.Context, method, fn string, body, out any, keyed bool) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -129,10 +160,18 @@ func (c *Client) Call(ctx context.Context, method, fn string, body, out any) err
 		}
 		err = c.do(ctx, method, target, token, b, out)
 		var e *Error
-		if !errors.As(err, &e) || !e.Retryable() || attempt == attempts {
+		isErr := errors.As(err, &e)
+		if isErr && e.Status == http.StatusUnauthorized {
+			c.dropToken(token) // expired or revoked early: mint a fresh one next time
+		}
+		retry := isErr && e.Retryable() || keyed && unknownOutcome(ctx, err)
+		if err == nil || !retry || attempt == attempts {
 			return err
 		}
-		wait := e.RetryAfter
+		var wait time.Duration
+		if isErr {
+			wait = e.RetryAfter
+		}
 		if wait <= 0 {
 			wait = time.Duration(attempt) * 200 * time.Millisecond
 		}
@@ -178,22 +217,22 @@ func (c *Client) do(ctx context.Context, method, target, token string, body []by
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
+		// shardcount's {"error": {"code": "UNAVAILABLE", …}}; Firebase
+		// Auth's code is a number, and a proxy's body is not JSON at all.
 		var e struct {
 			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-				Details struct {
-					Field             string  `json:"field"`
-					RetryAfterSeconds float64 `json:"retry_after_seconds"`
-				} `json:"details"`
+				Code    json.RawMessage `json:"code"`
+				Message string          `json:"message"`
 			} `json:"error"`
 		}
 		json.NewDecoder(resp.Body).Decode(&e)
-		retry := time.Duration(e.Error.Details.RetryAfterSeconds * float64(time.Second))
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && retry == 0 {
+		var code string
+		json.Unmarshal(e.Error.Code, &code) // a number leaves it ""
+		var retry time.Duration
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 			retry = time.Duration(s) * time.Second
 		}
-		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, Field: e.Error.Details.Field, RetryAfter: retry}
+		return &Error{Status: resp.StatusCode, Code: code, Message: cmp.Or(e.Error.Message, resp.Status), RetryAfter: retry}
 	}
 	if out == nil {
 		return nil

@@ -28,6 +28,8 @@ func TestTheRetryRule(t *testing.T) {
 		{"a refusal", []int{403}, 1, false, nil},
 		{"a bug", []int{500}, 1, false, nil},
 		{"busy every time", []int{503, 503, 503, 503}, 3, false, []time.Duration{time.Second, time.Second}},
+		// Outcome unknown: the key makes a second attempt count once.
+		{"a gateway gave up (502, 504)", []int{502, 504}, 3, true, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var bodies []string
@@ -65,5 +67,49 @@ func TestTheRetryRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOnlyAKeyedChangeIsRetriedWhenItsOutcomeIsUnknown: a read is not
+// retried after a gateway's 502 (nor a transport error), the platform's
+// own 503 without shardcount's body is, and a 401 drops the kept token.
+func TestOnlyAKeyedChangeIsRetriedWhenItsOutcomeIsUnknown(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		switch r.URL.Path {
+		case "/getCounter":
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, "<html>bad gateway</html>")
+		case "/topCounters":
+			if calls%2 == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, "<html>busy</html>")
+				return
+			}
+			io.WriteString(w, `{"counters":[]}`)
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"code":"UNAUTHENTICATED","message":"expired"}}`)
+		}
+	}))
+	defer srv.Close()
+	c := &Client{functions: srv.URL, idToken: "the-token", expires: time.Now().Add(time.Hour),
+		sleep: func(context.Context, time.Duration) error { return nil }}
+	_, err := c.Get(context.Background(), "views:p", false)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 502 || e.Code != "" || calls != 1 {
+		t.Errorf("a read through a 502: %v after %d calls, want the 502 after one", err, calls)
+	}
+	calls = 0
+	if _, err := c.Top(context.Background(), "hour", "", 0); err != nil || calls != 2 {
+		t.Errorf("the platform's 503: %v after %d calls, want a retry", err, calls)
+	}
+	calls = 0
+	if err := c.Delete(context.Background(), "views:p"); !errors.As(err, &e) || e.Status != 401 || calls != 1 {
+		t.Errorf("a 401: %v after %d calls", err, calls)
+	}
+	if c.idToken != "" {
+		t.Error("the token refused with 401 is still kept")
 	}
 }

@@ -6,7 +6,8 @@
 # and rewrites the results in bench/README.md, bench/results.json,
 # bench/increments.svg and bench/groupcommit.svg. Extra arguments go to
 # loadgen (e.g. -d 10s for longer runs, the default being 5s per
-# measurement; -soak 0 skips the 3-minute soak). About 20 minutes.
+# measurement; -soak 0 skips the 3-minute soak; -million 0 skips the
+# million counters). About 40 minutes, 15 of them the million counters.
 #
 # The write-throughput runs use a project with no roll-up trigger, in every
 # mode, so they compare the same work: the emulator delivers trigger events
@@ -37,8 +38,9 @@ PROJECT_ID=demo-bench-writes sc_start_auth "$auth_port" "$tmp/auth"
 export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$auth_port
 
 ports=()
-for _ in 1 2 3 4 5 6 7; do ports+=("$(sc_free_port)"); done
+for _ in 1 2 3 4 5 6 7 8 9; do ports+=("$(sc_free_port)"); done
 on=${ports[0]} on2=${ports[1]} off=${ports[2]} rollup=${ports[3]} two_a=${ports[4]} two_b=${ports[5]} nowin=${ports[6]}
+million=${ports[7]} touch=${ports[8]}
 url() { echo "http://127.0.0.1:$1"; }
 # Functions as deployed, minus authentication (AUTH=off; a token that is
 # sent is still checked, which the likes need).
@@ -52,16 +54,22 @@ sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-w
 # random (two instances), of demo-bench-nowin to a server with WINDOWS=off.
 sc_start rollup "$tmp/rollup.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup GROUP_COMMIT_MAX_WAIT=2ms \
   "$tmp/devserver" -port "$rollup" -trigger-port "$trigger_port" \
-  -route "demo-bench-rollup2=$(url "$two_a"),$(url "$two_b")" -route "demo-bench-nowin=$(url "$nowin")"
+  -route "demo-bench-rollup2=$(url "$two_a"),$(url "$two_b")" -route "demo-bench-nowin=$(url "$nowin")" \
+  -route "demo-bench-million=$(url "$million")"
 sc_start two_a "$tmp/two_a.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup2 GROUP_COMMIT_MAX_WAIT=2ms "$tmp/devserver" -port "$two_a"
 sc_start two_b "$tmp/two_b.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-rollup2 GROUP_COMMIT_MAX_WAIT=2ms "$tmp/devserver" -port "$two_b"
 sc_start nowin "$tmp/nowin.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-nowin GROUP_COMMIT_MAX_WAIT=2ms WINDOWS=off "$tmp/devserver" -port "$nowin"
-for name in on on2 off rollup two_a two_b nowin; do
+# A million counters: one server takes demo-bench-million's roll-up events,
+# another (whose memory is measured) reads every counter.
+sc_start million "$tmp/million.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-million GROUP_COMMIT_MAX_WAIT=2ms LOG_LEVEL=warn "$tmp/devserver" -port "$million"
+sc_start touch "$tmp/touch.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-million GROUP_COMMIT_MAX_WAIT=2ms LOG_LEVEL=warn "$tmp/devserver" -port "$touch"
+for name in on on2 off rollup two_a two_b nowin million touch; do
   pid=SC_PID_$name port=${!name}
   sc_wait_http "$(url "$port")/" 30 "${!pid}" "$tmp/$name.log"
 done
 
 "$tmp/loadgen" -url "$(url "$on")" -url-second "$(url "$on2")" -url-no-group-commit "$(url "$off")" \
   -rollup-url "$(url "$rollup")" -rollup-urls-two "$(url "$two_a"),$(url "$two_b")" -rollup-url-no-windows "$(url "$nowin")" \
+  -million-url "$(url "$million")" -million-touch-url "$(url "$touch")" -million-project demo-bench-million \
   -project demo-bench-writes -raw-project demo-bench-raw -rollup-project demo-bench-rollup \
   -d 5s -quiet -out bench "$@" suite

@@ -172,7 +172,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	if err := appsSuite(ctx, f, opts, &s, writes, raw, rolled, lag); err != nil {
 		return err
 	}
-	if f.millionURL != "" {
+	if f.millionURL != "" && f.million > 0 {
 		m, err := million(ctx, f, opts)
 		if err != nil {
 			return err
@@ -219,6 +219,9 @@ func suiteArgs(f flags) string {
 	}
 	if f.soak != 3*time.Minute {
 		args += " -soak " + f.soak.String()
+	}
+	if f.million != 1_000_000 {
+		args += fmt.Sprintf(" -million %d", f.million)
 	}
 	return args
 }

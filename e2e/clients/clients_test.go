@@ -77,8 +77,10 @@ func TestTheWebClient(t *testing.T) {
 
 	t.Run("the retry rule", func(t *testing.T) {
 		// A stand-in for functions under load (a deployed function's 503, a
-		// spent budget's 429), then the real ones: the client waits what
-		// each says and sends the same call again.
+		// spent budget's 429), then a call whose answer a gateway lost (the
+		// like counted, the client sees 504), then the real ones: the client
+		// waits what each says and sends the same call again, and the lost
+		// answer's retry is a replay.
 		target, _ := url.Parse(dev.Functions())
 		pass := httputil.NewSingleHostReverseProxy(target)
 		var mu sync.Mutex
@@ -102,19 +104,27 @@ func TestTheWebClient(t *testing.T) {
 			case 2:
 				w.WriteHeader(http.StatusTooManyRequests)
 				io.WriteString(w, `{"error":{"status":"RESOURCE_EXHAUSTED","message":"spent","details":{"code":"RESOURCE_EXHAUSTED","retry_after_seconds":3}}}`)
+			case 3:
+				lost := httptest.NewRecorder()
+				pass.ServeHTTP(lost, r)
+				if lost.Code != http.StatusOK {
+					t.Errorf("the call whose answer is lost: %d %s", lost.Code, lost.Body)
+				}
+				w.WriteHeader(http.StatusGatewayTimeout)
+				io.WriteString(w, "<html>upstream request timeout</html>")
 			default:
 				pass.ServeHTTP(w, r)
 			}
 		}))
 		defer stand.Close()
 		out := node(t, app, append(env, "MODE=retry", "RUN="+run+"-retry", "FUNCTIONS="+strings.TrimPrefix(stand.URL, "http://"))...)
-		if !strings.Contains(out, "retried [1000,3000]") || !strings.Contains(out, "not retried functions/invalid-argument") {
+		if !strings.Contains(out, "retried [1000,3000,600], replayed") || !strings.Contains(out, "not retried functions/invalid-argument, with its key") {
 			t.Errorf("the client's waits and refusals:\n%s", out)
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		// The like's three attempts and the invalid increment's one.
-		if len(bodies) != 4 || bodies[0] != bodies[1] || bodies[1] != bodies[2] || !strings.Contains(bodies[0], "idempotency_key") {
+		// The like's four attempts and the invalid increment's one.
+		if len(bodies) != 5 || bodies[0] != bodies[1] || bodies[1] != bodies[2] || bodies[2] != bodies[3] || !strings.Contains(bodies[0], "idempotency_key") {
 			t.Errorf("the calls the stand-in saw: %q", bodies)
 		}
 	})

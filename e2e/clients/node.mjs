@@ -3,8 +3,8 @@
 // count live from their documents; views and rankings. With MODE=retry the
 // functions are a stand-in that answers unavailable, then
 // resource-exhausted, then passes the call on: the client must wait what
-// they say and send the same data (the same key) each time, and not retry
-// an invalid-argument. Each check prints a line; the Go test reads them.
+// they say and send the same data (the same key) each time, retry a like
+// whose answer was lost (a replay), and not retry an invalid-argument. Each check prints a line; the Go test reads them.
 import assert from "node:assert/strict";
 import { initializeApp } from "firebase/app";
 import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
@@ -41,14 +41,16 @@ function until(watch, test, what) {
 
 if (process.env.MODE === "retry") {
   const like = await sc.like(`likes:${post}`);
-  assert.equal(like.changed, true);
-  console.log(`retried ${JSON.stringify(waits)}`);
+  // The third attempt counted, its answer lost: the fourth is its replay.
+  assert.deepEqual([like.changed, like.replayed], [true, true]);
+  console.log(`retried ${JSON.stringify(waits)}, replayed`);
   try {
     await sc.increment("views:bad id");
     assert.fail("an invalid id succeeded");
   } catch (err) {
     assert.equal(err.code, "functions/invalid-argument");
-    console.log(`not retried ${err.code}`);
+    assert.equal(typeof err.key, "string");
+    console.log(`not retried ${err.code}, with its key`);
   }
   process.exit(0);
 }

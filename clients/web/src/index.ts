@@ -2,8 +2,12 @@
 // counters' functions through httpsCallable, their documents through
 // Firestore listeners. It sends each increment or like with an idempotency
 // key of its own and retries it, with the same key, when shardcount says a
-// retry helps (unavailable, resource-exhausted: after the wait it names),
-// and never otherwise, so each counts once.
+// retry helps (unavailable, resource-exhausted: after the wait it names)
+// and when its outcome is unknown (the connection failed, the call timed
+// out or a gateway gave up: internal, deadline-exceeded, unknown), and
+// never otherwise, so each counts once. Other calls are retried only when
+// shardcount says so. A change that still fails throws with its key
+// (err.key): pass it back ({ key }) to try again later.
 //
 //   import { shardcount } from "shardcount-client";
 //   const sc = shardcount({ functions: getFunctions(app), firestore: getFirestore(app) });
@@ -21,6 +25,8 @@ export interface ShardcountOptions {
   consume?: string[];
   /** Attempts of one call, its retries included (default 8). */
   maxAttempts?: number;
+  /** Most time one call spends waiting between attempts (default 30 s). */
+  maxWaitMs?: number;
   /** How to wait between attempts (tests record the waits). */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -75,10 +81,10 @@ export interface Ranking {
 export interface Shardcount {
   /** Adds delta (default 1) once; key: the idempotency key (default a fresh one). */
   increment(counterId: string, delta?: number, options?: { key?: string }): Promise<Increment>;
-  like(counterId: string): Promise<Like>;
-  unlike(counterId: string): Promise<Like>;
+  like(counterId: string, options?: { key?: string }): Promise<Like>;
+  unlike(counterId: string, options?: { key?: string }): Promise<Like>;
   /** Likes when liked is false, unlikes when it is true. */
-  toggle(counterId: string, liked: boolean): Promise<Like>;
+  toggle(counterId: string, liked: boolean, options?: { key?: string }): Promise<Like>;
   watchCount(counterId: string, onCount: (c: CountSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   watchLiked(counterId: string, uid: string, onLiked: (liked: boolean) => void, onError?: (e: Error) => void): Unsubscribe;
   history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number }[]>;
@@ -87,10 +93,29 @@ export interface Shardcount {
   call<T>(name: string, data: object): Promise<T>;
 }
 
+/** A change that failed, with the key to retry it with. */
+export type ChangeError = FunctionsError & { key: string };
+
 /** retryable: the answers a retry with the same data can fix. */
 function retryable(err: unknown): err is FunctionsError {
   const code = (err as FunctionsError | undefined)?.code;
   return code === "functions/unavailable" || code === "functions/resource-exhausted";
+}
+
+/**
+ * unknownOutcome: the call may or may not have taken effect (no answer, a
+ * timeout, a gateway's error page): only a keyed change may be retried.
+ */
+function unknownOutcome(err: unknown): boolean {
+  const code = (err as FunctionsError | undefined)?.code;
+  return code === "functions/internal" || code === "functions/deadline-exceeded" || code === "functions/unknown";
+}
+
+/** newKey: a random idempotency key, also outside secure contexts (plain http). */
+function newKey(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function retryAfterMs(err: FunctionsError, attempt: number): number {
@@ -102,36 +127,45 @@ export function shardcount(options: ShardcountOptions): Shardcount {
   const { functions, firestore } = options;
   const consume = options.consume ?? [];
   const maxAttempts = options.maxAttempts ?? 8;
+  const maxWaitMs = options.maxWaitMs ?? 30_000;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
 
-  async function call<T>(name: string, data: object): Promise<T> {
+  async function call<T>(name: string, data: object, keyed = false): Promise<T> {
     const fn = httpsCallable<object, T>(functions, name, { limitedUseAppCheckTokens: consume.includes(name) });
+    let waited = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         return (await fn(data)).data;
       } catch (err) {
-        if (!retryable(err) || attempt >= maxAttempts) throw err;
-        await sleep(retryAfterMs(err, attempt));
+        const again = retryable(err) || (keyed && unknownOutcome(err));
+        const wait = again ? retryAfterMs(err as FunctionsError, attempt) : 0;
+        if (!again || attempt >= maxAttempts || waited + wait > maxWaitMs) throw err;
+        waited += wait;
+        await sleep(wait);
       }
     }
   }
 
-  async function change(counterId: string, delta: number, key: string = crypto.randomUUID()): Promise<Like & Increment> {
+  async function change(counterId: string, delta: number, key: string = newKey()): Promise<Like & Increment> {
     // One key for every attempt of this change.
-    const out = await call<{ delta: number; replayed?: boolean; member?: boolean; changed?: boolean }>("incrementCounter", {
-      counter_id: counterId,
-      delta,
-      idempotency_key: key,
-    });
-    return { counterId, delta: out.delta, replayed: !!out.replayed, member: !!out.member, changed: !!out.changed, key };
+    try {
+      const out = await call<{ delta: number; replayed?: boolean; member?: boolean; changed?: boolean }>(
+        "incrementCounter",
+        { counter_id: counterId, delta, idempotency_key: key },
+        true,
+      );
+      return { counterId, delta: out.delta, replayed: !!out.replayed, member: !!out.member, changed: !!out.changed, key };
+    } catch (err) {
+      throw Object.assign(err as FunctionsError, { key }) as ChangeError;
+    }
   }
 
   return {
     call,
     increment: (counterId, delta = 1, options = {}) => change(counterId, delta, options.key),
-    like: (counterId) => change(counterId, 1),
-    unlike: (counterId) => change(counterId, -1),
-    toggle: (counterId, liked) => change(counterId, liked ? -1 : 1),
+    like: (counterId, options = {}) => change(counterId, 1, options.key),
+    unlike: (counterId, options = {}) => change(counterId, -1, options.key),
+    toggle: (counterId, liked, options = {}) => change(counterId, liked ? -1 : 1, options.key),
     watchCount(counterId, onCount, onError) {
       return onSnapshot(
         doc(firestore, "counters", counterId),
