@@ -19,6 +19,8 @@
 #                   your app's rules are tested together with shardcount's (merged into them by
 #                   scripts/firebase-merge.sh). Paths are relative to where you run dev.sh.
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
+#   OTEL_*          OpenTelemetry (default: export to this server's own receiver, which the
+#                   metrics page at /metrics.html charts; OTEL_SDK_DISABLED=true: off)
 #   FIRESTORE_DATABASE  the Firestore database of the counters (default (default)); the trigger,
 #                   the functions and the web app use it
 # Any other setting of the README's table is passed through to the functions.
@@ -63,6 +65,13 @@ export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
 RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
 # The web app's posts have views and likes: counters their first use creates.
 export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}}'}
+# Telemetry (OTEL_* pass through): unless told otherwise, the functions
+# export to the local receiver in cmd/devserver, every 2 s, for the metrics
+# page; OTEL_SDK_DISABLED=true turns it off.
+if [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] && [ "${OTEL_SDK_DISABLED:-}" != true ]; then
+  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$FUNCTIONS_PORT
+  export OTEL_METRIC_EXPORT_INTERVAL=${OTEL_METRIC_EXPORT_INTERVAL:-2000} OTEL_BSP_SCHEDULE_DELAY=${OTEL_BSP_SCHEDULE_DELAY:-1000}
+fi
 if [ "$AUTH" = required ]; then
   export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
 fi
@@ -108,6 +117,7 @@ cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH, the emulator enforcing $rules.
   Web app             $web
+  Metrics             http://127.0.0.1:$WEB_PORT/metrics.html?functions=127.0.0.1:$FUNCTIONS_PORT   (OpenTelemetry, live)
   Functions           $base/<name>:
 $("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/                        /')
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)

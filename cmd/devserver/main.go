@@ -29,6 +29,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +46,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/localdev/appcheckdev"
+	"github.com/shardcount/shardcount/internal/localdev/otlpsink"
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/service"
@@ -86,6 +88,16 @@ func main() {
 	}
 	mux.HandleFunc("/{project}/{region}/{name}", s.EmulatorRoute)
 	mux.HandleFunc("/debug/shardcount", s.StatsHandler)
+	// A local OTLP receiver: scripts/dev.sh points OTEL_EXPORTER_OTLP_ENDPOINT
+	// here, and the web app's metrics page reads /debug/telemetry.
+	sink := &otlpsink.Sink{}
+	mux.Handle("POST /v1/traces", sink)
+	mux.Handle("POST /v1/metrics", sink)
+	mux.HandleFunc("/debug/telemetry", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"at": time.Now(), "metrics": sink.Metrics()})
+	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("shardcount functions\n")) })
 
 	if *pprofAddr != "" {

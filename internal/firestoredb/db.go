@@ -170,7 +170,9 @@ var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
 func (db *DB) commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitResponse, error) {
 	ops := db.ops(ctx)
 	ops.Commits.Add(1)
+	ctx, span := startCommit(ctx, len(writes))
 	resp, err := db.api.Commit(ctx, &pb.CommitRequest{Database: db.database, Writes: writes})
+	endCall(span, err)
 	if err != nil {
 		ops.FailedCommits.Add(1)
 		return nil, err
@@ -431,6 +433,7 @@ func classify(err error, what string) error {
 	if _, ok := errors.AsType[*errs.Error](err); ok {
 		return err
 	}
+	countFailure(code(err))
 	switch code(err) {
 	case codes.DeadlineExceeded:
 		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), retryAfter, "Firestore did not answer within the deadline; retry shortly")

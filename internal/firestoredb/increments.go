@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/counter"
@@ -117,6 +118,7 @@ const maxApplyAttempts = 5
 // whether it lost a race (a key's record or a member changed since it was
 // read) with ops still pending; every other outcome settles or fails them.
 func (p *incrementCommit) commit(ctx context.Context) bool {
+	p.span = trace.SpanContextFromContext(ctx)
 	if err := p.prepare(ctx); err != nil {
 		p.fail(err)
 		return false
@@ -207,7 +209,8 @@ type incrementCommit struct {
 	// pending op's outcome if the commit succeeds.
 	net        int64
 	shardWrite bool
-	marks      bool // the commit marks the counter active
+	marks      bool              // the commit marks the counter active
+	span       trace.SpanContext // the flush's, set on the shard it writes
 	outcome    map[int]IncrementResult
 }
 
@@ -248,7 +251,7 @@ func (p *incrementCommit) writes() []*pb.Write {
 		if contended, _ := p.s.contended.Get(p.c.ID); contended {
 			change.Slow = 1
 		}
-		writes = append([]*pb.Write{p.s.shardWrite(p.c.ID, p.shard, change)}, writes...)
+		writes = append([]*pb.Write{withTraceparent(p.s.shardWrite(p.c.ID, p.shard, change), p.span)}, writes...)
 	}
 	writes = append(writes, p.keyWrites()...)
 	// The activity index, in this commit when the instance has not

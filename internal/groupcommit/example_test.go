@@ -13,7 +13,7 @@ import (
 func ExampleBatcher_Do() {
 	var mu sync.Mutex
 	total := 0
-	b := groupcommit.New(100, 0, func(key string, deltas []int) []int {
+	b := groupcommit.New(100, 0, func(_ context.Context, key string, deltas []int) []int {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range deltas {

@@ -28,13 +28,31 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Telemetry: a span per flush, and how many items flushes carry
+// (docs/operations/observability.md). No-ops until a provider is set.
+var (
+	tracer     = otel.Tracer("github.com/shardcount/shardcount/internal/groupcommit")
+	meter      = otel.Meter("github.com/shardcount/shardcount/internal/groupcommit")
+	flushes, _ = meter.Int64Counter("shardcount.groupcommit.flushes", metric.WithUnit("{flush}"),
+		metric.WithDescription("Shared commits (flushes) of group commit"))
+	batchItems, _ = meter.Int64Histogram("shardcount.groupcommit.items", metric.WithUnit("{item}"),
+		metric.WithDescription("Items (increments, likes) per flush"),
+		metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 250, 500))
 )
 
 // Batcher runs flush on the queued units of each key.
 type Batcher[T, R any] struct {
-	// flush applies items of key and returns one result per item. It must
-	// not depend on any caller's context: callers may be gone.
-	flush    func(key string, items []T) []R
+	// flush applies items of key and returns one result per item. Its
+	// context carries the flush's span and nothing of any caller's: callers
+	// may be gone.
+	flush    func(ctx context.Context, key string, items []T) []R
 	maxBatch int
 	maxWait  time.Duration
 
@@ -44,7 +62,7 @@ type Batcher[T, R any] struct {
 
 // New returns a Batcher flushing at most maxBatch items at once, waiting up
 // to maxWait for more before a flush that would start from idle.
-func New[T, R any](maxBatch int, maxWait time.Duration, flush func(key string, items []T) []R) *Batcher[T, R] {
+func New[T, R any](maxBatch int, maxWait time.Duration, flush func(ctx context.Context, key string, items []T) []R) *Batcher[T, R] {
 	return &Batcher[T, R]{flush: flush, maxBatch: max(1, maxBatch), maxWait: maxWait, state: newState[T, R](max(1, maxBatch))}
 }
 
@@ -55,8 +73,10 @@ func New[T, R any](maxBatch int, maxWait time.Duration, flush func(key string, i
 func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, error) {
 	var units []*unit[T, R]
 	now := time.Now()
+	span := trace.SpanFromContext(ctx)
 	for start := 0; start < len(items); start += b.maxBatch {
-		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan done[R], 1), at: now})
+		units = append(units, &unit[T, R]{items: items[start:min(start+b.maxBatch, len(items))], done: make(chan done[R], 1), at: now,
+			caller: span.SpanContext()})
 	}
 	b.mu.Lock()
 	var start bool
@@ -72,6 +92,9 @@ func (b *Batcher[T, R]) Do(ctx context.Context, key string, items []T) ([]R, err
 	for i, u := range units {
 		select {
 		case d := <-u.done:
+			if d.flush.IsValid() {
+				span.AddLink(trace.Link{SpanContext: d.flush}) // the commit that carried this request
+			}
 			if d.err != nil {
 				return nil, d.err
 			}
@@ -101,16 +124,27 @@ func (b *Batcher[T, R]) drain(key string) {
 			return // take marked the key idle
 		}
 		var items []T
+		var links []trace.Link
 		for _, u := range batch {
 			items = append(items, u.items...)
+			if u.caller.IsValid() {
+				links = append(links, trace.Link{SpanContext: u.caller})
+			}
 		}
-		results, err := b.safeFlush(key, items)
+		// The flush's own span, a root linked to every request it carries
+		// (they may have several traces); each links back to it.
+		ctx, span := tracer.Start(context.Background(), "groupcommit.flush", trace.WithLinks(links...),
+			trace.WithAttributes(attribute.Int("groupcommit.items", len(items)), attribute.Int("groupcommit.requests", len(batch))))
+		flushes.Add(ctx, 1)
+		batchItems.Record(ctx, int64(len(items)))
+		results, err := b.safeFlush(ctx, key, items)
+		span.End()
 		for _, u := range batch {
 			if err != nil {
-				u.done <- done[R]{err: err}
+				u.done <- done[R]{err: err, flush: span.SpanContext()}
 				continue
 			}
-			u.done <- done[R]{results: results[:len(u.items)]}
+			u.done <- done[R]{results: results[:len(u.items)], flush: span.SpanContext()}
 			results = results[len(u.items):]
 		}
 	}
@@ -131,13 +165,13 @@ func (e *PanicError) Error() string {
 // safeFlush runs flush, turning a panic into a *PanicError: in the drain's
 // goroutine a panic would otherwise end the whole process, every other
 // request of the instance with it.
-func (b *Batcher[T, R]) safeFlush(key string, items []T) (results []R, err error) {
+func (b *Batcher[T, R]) safeFlush(ctx context.Context, key string, items []T) (results []R, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			results, err = nil, &PanicError{Key: key, Value: p, Stack: debug.Stack()}
 		}
 	}()
-	results = b.flush(key, items)
+	results = b.flush(ctx, key, items)
 	if len(results) != len(items) {
 		return nil, &PanicError{Key: key, Value: fmt.Sprintf("flush returned %d results for %d items", len(results), len(items))}
 	}

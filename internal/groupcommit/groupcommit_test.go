@@ -171,7 +171,7 @@ func simulate(seed uint64) error {
 // and no flush holds more than the maximum.
 func TestBatcherSharesFlushes(t *testing.T) {
 	var flushes, biggest atomic.Int64
-	b := New(16, 0, func(key string, items []int) []int {
+	b := New(16, 0, func(_ context.Context, key string, items []int) []int {
 		flushes.Add(1)
 		if n := int64(len(items)); n > biggest.Load() {
 			biggest.Store(n)
@@ -206,7 +206,7 @@ func TestBatcherSharesFlushes(t *testing.T) {
 // TestIdleKeyFlushesAtOnce: with no wait configured, a lone request is not
 // delayed.
 func TestIdleKeyFlushesAtOnce(t *testing.T) {
-	b := New(100, 0, func(string, []int) []int { return []int{1} })
+	b := New(100, 0, func(context.Context, string, []int) []int { return []int{1} })
 	start := time.Now()
 	if _, err := b.Do(context.Background(), "k", []int{1}); err != nil || time.Since(start) > 50*time.Millisecond {
 		t.Errorf("took %s, err %v", time.Since(start), err)
@@ -218,7 +218,7 @@ func TestIdleKeyFlushesAtOnce(t *testing.T) {
 func TestCancelledCallerDoesNotAffectOthers(t *testing.T) {
 	release := make(chan struct{})
 	var flushed sync.Map
-	b := New(10, 0, func(_ string, items []int) []int {
+	b := New(10, 0, func(_ context.Context, _ string, items []int) []int {
 		for _, v := range items {
 			flushed.Store(v, true)
 		}
@@ -260,7 +260,7 @@ func TestCancelledCallerDoesNotAffectOthers(t *testing.T) {
 // flushes return.
 func TestMaxWaitPacesAHotKey(t *testing.T) {
 	var flushes atomic.Int64
-	b := New(1000, 5*time.Millisecond, func(_ string, items []int) []int {
+	b := New(1000, 5*time.Millisecond, func(_ context.Context, _ string, items []int) []int {
 		flushes.Add(1)
 		return items
 	})
@@ -286,7 +286,7 @@ func TestMaxWaitPacesAHotKey(t *testing.T) {
 // TestFullBatchEndsTheWait: a maximum wait is a bound, not a pace: a batch
 // that fills up flushes at once.
 func TestFullBatchEndsTheWait(t *testing.T) {
-	b := New(4, time.Minute, func(_ string, items []int) []int { return items })
+	b := New(4, time.Minute, func(_ context.Context, _ string, items []int) []int { return items })
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -306,7 +306,7 @@ func TestFullBatchEndsTheWait(t *testing.T) {
 // the callers of that batch with a *PanicError and its stack; the process
 // lives on and the key's next batch flushes normally.
 func TestPanickingFlushFailsItsBatchOnly(t *testing.T) {
-	b := New(10, 0, func(key string, items []int) []int {
+	b := New(10, 0, func(_ context.Context, key string, items []int) []int {
 		if items[0] < 0 {
 			var shards []int
 			_ = shards[items[0]+len(shards)] // index out of range, like rand.IntN(0)

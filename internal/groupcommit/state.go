@@ -1,6 +1,10 @@
 package groupcommit
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // state is the bookkeeping of a Batcher, with no goroutines and no time, so
 // a test can drive it through any interleaving. Its caller holds the
@@ -21,16 +25,19 @@ type queue[T, R any] struct {
 }
 
 type unit[T, R any] struct {
-	items []T
-	done  chan done[R] // buffered: a flush never blocks on a caller that left
-	at    time.Time
-	taken bool
+	items  []T
+	done   chan done[R] // buffered: a flush never blocks on a caller that left
+	at     time.Time
+	taken  bool
+	caller trace.SpanContext // the request's span, which the flush's span links to
 }
 
-// done is a unit's outcome: its results, or the flush's panic.
+// done is a unit's outcome: its results, or the flush's panic, and the
+// flush's span, which the request's span links to.
 type done[R any] struct {
 	results []R
 	err     error
+	flush   trace.SpanContext
 }
 
 func newState[T, R any](maxBatch int) state[T, R] {

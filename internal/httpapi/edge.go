@@ -136,6 +136,7 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 		req := &Request{Function: ep.Name, HTTP: r, header: w.Header()}
 
 		status, err := e.serve(w, r, ep, req)
+		countRefusal(ctx, ep.Name, status)
 
 		level := slog.LevelInfo
 		attrs := []slog.Attr{
@@ -176,6 +177,11 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, r.Method, hint))
 	}
 	const callableHint = " (a POST must be a callable request, {\"data\": {…}})"
+
+	// The edge's checks have a span of their own, ended when the
+	// function's work begins.
+	_, edge := tracer.Start(r.Context(), "edge")
+	defer edge.End() // when a check answers; ending twice is a no-op
 
 	// The cheapest checks come first, each before the work of the next:
 	// the method and the content type, the size (the body is read but not
@@ -249,6 +255,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	if req.Callable {
 		fail = writeCallableError
 	}
+	edge.End()
 	status, out, err := handle(ctx, ep, req)
 	switch {
 	case err != nil:

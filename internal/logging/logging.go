@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Keys Cloud Logging lifts out of a JSON log line.
@@ -63,16 +65,22 @@ func severity(l slog.Level) string {
 	return "ERROR"
 }
 
-// TraceAttrs returns the trace keys for a request, read from the W3C
-// traceparent header or, failing that, X-Cloud-Trace-Context. It returns nil
-// when the request carries no trace or projectID is empty.
+// TraceAttrs returns the trace keys for a request: its span's, when
+// telemetry gave it one; else the caller's, read from the W3C traceparent
+// header or, failing that, X-Cloud-Trace-Context. It returns nil when the
+// request carries no trace or projectID is empty.
 func TraceAttrs(r *http.Request, projectID string) []slog.Attr {
 	if projectID == "" {
 		return nil
 	}
+	// The request's own span, when telemetry is on; else the caller's ids.
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() && !sc.IsRemote() {
+		return []slog.Attr{slog.String(TraceKey, "projects/"+projectID+"/traces/"+sc.TraceID().String()),
+			slog.String(SpanKey, sc.SpanID().String()), slog.Bool(SampledKey, sc.IsSampled())}
+	}
 	traceID, spanID, sampled, ok := parseTraceparent(r.Header.Get("traceparent"))
 	if !ok {
-		traceID, spanID, sampled, ok = parseCloudTrace(r.Header.Get("X-Cloud-Trace-Context"))
+		traceID, spanID, sampled, ok = ParseCloudTrace(r.Header.Get("X-Cloud-Trace-Context"))
 	}
 	if !ok {
 		return nil
@@ -97,8 +105,9 @@ func parseTraceparent(h string) (traceID, spanID string, sampled, ok bool) {
 	return parts[1], parts[2], flags&1 == 1, true
 }
 
-// parseCloudTrace reads "TRACE_ID/SPAN_ID;o=1", SPAN_ID being decimal.
-func parseCloudTrace(h string) (traceID, spanID string, sampled, ok bool) {
+// ParseCloudTrace reads X-Cloud-Trace-Context, "TRACE_ID/SPAN_ID;o=1",
+// SPAN_ID being decimal; it returns the ids in hex.
+func ParseCloudTrace(h string) (traceID, spanID string, sampled, ok bool) {
 	h = strings.TrimSpace(h)
 	traceID, rest, _ := strings.Cut(h, "/")
 	if !isHex(traceID, 32) {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 func TestCloudLoggingKeys(t *testing.T) {
@@ -86,5 +88,18 @@ func TestAnnotationsReachEveryLaterLine(t *testing.T) {
 	}
 	if FromContext(context.Background()) != slog.Default() {
 		t.Error("a context without a logger does not give slog.Default()")
+	}
+}
+
+// TestTraceAttrsOfARealSpan: with telemetry on, the request's own span
+// names the log lines, not the caller's.
+func TestTraceAttrsOfARealSpan(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	r = r.WithContext(trace.ContextWithSpanContext(r.Context(), sc))
+	attrs := TraceAttrs(r, "p")
+	if len(attrs) != 3 || attrs[0].Value.String() != "projects/p/traces/"+sc.TraceID().String() || attrs[1].Value.String() != sc.SpanID().String() {
+		t.Errorf("TraceAttrs = %v, want the span's ids", attrs)
 	}
 }

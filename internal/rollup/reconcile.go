@@ -86,7 +86,11 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if ok {
+			if sums.Count != c.Count {
+				corrections.Add(ctx, 1)
+			}
 			if drift != 0 {
+				mismatches.Add(ctx, 1)
 				log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
 					"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
 			}

@@ -191,6 +191,7 @@ func Settled(err error) bool {
 // error (or a context error) asks for the event to be delivered again.
 func (r *Roller) Include(ctx context.Context, ev Event) error {
 	id := ev.CounterID
+	events.Add(ctx, 1)
 	if ev.Deleted {
 		// Most deletions are a purge's, of a deleted counter's shards: a
 		// slot claimed for one would outlive the tombstone. A live
@@ -231,7 +232,11 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 	if holder != ev.ID {
 		return nil // the holder (or its redelivery) rolls up after our write
 	}
-	return r.ensure(ctx, id, due)
+	if err := r.ensure(ctx, id, due); err != nil {
+		return err
+	}
+	recordLag(ctx, r.clock.Now(), ev.WrittenAt) // the holder's write is its slot's first here
+	return nil
 }
 
 // ensure returns nil only once the counter document holds a roll-up as of
@@ -309,6 +314,7 @@ func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums
 	next, grew := r.next(ctx, c, sums, readTime)
 	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: next.Count - c.Count, Reshard: grew || merged, Correct: correct})
 	if ok {
+		writes.Add(ctx, 1)
 		r.learn(c.ID, knowledge{asOf: readTime})
 	}
 	return ok, err

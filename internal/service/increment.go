@@ -184,9 +184,12 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	op.Ledger = ledger.From(ctx)
 	results, err := a.increments.Do(ctx, id, []firestoredb.IncrementOp{op})
 	if err != nil {
-		return 0, nil, unknownOutcome(ctx, err)
+		err = unknownOutcome(ctx, err)
+		countChange(ctx, c.Unique, firestoredb.IncrementResult{}, err)
+		return 0, nil, err
 	}
 	r := results[0]
+	countChange(ctx, c.Unique, r, nil)
 	if r.Err != nil {
 		return 0, nil, r.Err
 	}
@@ -277,10 +280,18 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 				mine[j] = ops[i]
 			}
 			rs, err := a.increments.Do(ctx, id, mine)
+			if err != nil {
+				err = unknownOutcome(ctx, err)
+			}
 			for j, i := range idx {
+				var r firestoredb.IncrementResult
+				if err == nil {
+					r = rs[j]
+				}
+				countChange(ctx, counters[id].Unique, r, err)
 				switch {
 				case err != nil:
-					fail(i, unknownOutcome(ctx, err))
+					fail(i, err)
 				case rs[j].Err != nil:
 					fail(i, errs.Under(fmt.Sprintf("increments[%d].", i), rs[j].Err))
 				default:
@@ -296,8 +307,8 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 // commitIncrements is the group commit's flush: one counter's queued
 // increments in one commit, under the function's deadline but no caller's
 // context (callers may be gone; the others still need the commit).
-func (a *app) commitIncrements(id string, ops []firestoredb.IncrementOp) []firestoredb.IncrementResult {
-	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(context.Background(), "increment"), a.cfg.FirestoreDeadline)
+func (a *app) commitIncrements(ctx context.Context, id string, ops []firestoredb.IncrementOp) []firestoredb.IncrementResult {
+	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "increment"), a.cfg.FirestoreDeadline)
 	defer cancel()
 	return a.store.Increments.Apply(ctx, id, ops)
 }

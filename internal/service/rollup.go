@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
@@ -34,6 +36,7 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 		return errs.New(errs.InvalidArgument, "the event is about %q, not a document of the database %s (FIRESTORE_DATABASE)", ev.Name(), a.cfg.Database)
 	}
 	logging.Annotate(ctx, "counter_id", id)
+	linkToWrite(ctx, ev)
 	// A slot's holder sleeps up to a cadence, then makes a few calls.
 	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), a.cfg.RollupWork())
 	defer cancel()
@@ -47,4 +50,19 @@ func shardCounterID(path string) (string, bool) {
 		return "", false
 	}
 	return p[1], true
+}
+
+// linkToWrite links the event's span to the commit that wrote the shard,
+// whose traceparent the shard holds when telemetry is on: the trace goes
+// from a request to the roll-up that counted it.
+func linkToWrite(ctx context.Context, ev *fsevent.Event) {
+	span := trace.SpanFromContext(ctx)
+	v := ev.Value.GetFields()[firestoredb.FieldTraceparent].GetStringValue()
+	if v == "" || !span.IsRecording() {
+		return
+	}
+	carrier := propagation.MapCarrier{"traceparent": v}
+	if sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier)); sc.IsValid() {
+		span.AddLink(trace.Link{SpanContext: sc})
+	}
 }

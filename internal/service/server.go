@@ -1,21 +1,25 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/shardcount/shardcount/internal/auth"
 	"github.com/shardcount/shardcount/internal/config"
@@ -27,6 +31,7 @@ import (
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/rollup"
+	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
 // Server serves the functions of Catalog. Its settings are read once, on
@@ -44,6 +49,8 @@ type Server struct {
 	log    *slog.Logger
 	edge   *httpapi.Edge
 	routes map[string]http.HandlerFunc // by function name
+
+	shutdownTelemetry func(context.Context) error
 
 	mu  sync.Mutex
 	app *app
@@ -96,6 +103,7 @@ func (s *Server) setup() {
 			s.cfgErr = errors.Join(s.cfgErr, errors.New("APP_CHECK_CONSUME consumes App Check tokens, which APP_CHECK=off does not check: set APP_CHECK=monitor or enforce"))
 		}
 		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
+		s.startTelemetry()
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
 		}
@@ -119,7 +127,13 @@ func (s *Server) setup() {
 		}
 		s.routes = map[string]http.HandlerFunc{}
 		for _, spec := range Catalog {
-			s.routes[spec.Name] = s.handler(spec)
+			h := s.handler(spec)
+			if telemetry.Enabled(s.getenv) {
+				// The request's span, continuing the caller's trace, and
+				// the standard HTTP server metrics.
+				h = otelhttp.NewHandler(h, spec.Name).ServeHTTP
+			}
+			s.routes[spec.Name] = h
 		}
 	})
 }
@@ -466,4 +480,36 @@ func (s *Server) receive(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
+}
+
+// startTelemetry turns OpenTelemetry on when the OTEL_* settings ask for
+// it (internal/telemetry). Deployed, it flushes what is buffered when the
+// platform stops the instance (SIGTERM), then exits as it would have.
+func (s *Server) startTelemetry() {
+	shutdown, err := telemetry.Setup(context.Background(), cmp.Or(s.getenv("K_SERVICE"), s.getenv("FUNCTION_TARGET"), "shardcount"), s.getenv)
+	if err != nil {
+		s.log.Error("telemetry is off: its settings are refused", "error", err.Error())
+		return
+	}
+	s.shutdownTelemetry = shutdown
+	if !telemetry.Enabled(s.getenv) || s.getenv("K_SERVICE") == "" {
+		return
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	go func() {
+		<-stop
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shutdown(ctx)
+		os.Exit(0)
+	}()
+}
+
+// Shutdown flushes the telemetry buffered (cmd/devserver calls it on exit).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.shutdownTelemetry == nil {
+		return nil
+	}
+	return s.shutdownTelemetry(ctx)
 }

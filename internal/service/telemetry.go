@@ -1,0 +1,35 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/firestoredb"
+)
+
+// changes counts increments and likes by outcome
+// (docs/operations/observability.md); a no-op until a provider is set.
+var changes, _ = otel.Meter("github.com/shardcount/shardcount/internal/service").Int64Counter("shardcount.increments",
+	metric.WithUnit("{increment}"),
+	metric.WithDescription("Increments and likes (like=true: of a unique counter) by outcome: applied, replayed, unchanged (a like of a member), or the error's code"))
+
+// countChange counts one increment's outcome: its result, or err.
+func countChange(ctx context.Context, like bool, r firestoredb.IncrementResult, err error) {
+	outcome := "applied"
+	switch {
+	case err != nil:
+		outcome = strings.ToLower(string(errs.CodeOf(err)))
+	case r.Err != nil:
+		outcome = strings.ToLower(string(errs.CodeOf(r.Err)))
+	case r.Replayed:
+		outcome = "replayed"
+	case like && !r.Changed:
+		outcome = "unchanged"
+	}
+	changes.Add(ctx, 1, metric.WithAttributes(attribute.Bool("like", like), attribute.String("outcome", outcome)))
+}
