@@ -46,6 +46,10 @@ func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	if slices.ContainsFunc(specs, func(s service.Spec) bool { return s.Name == "reconcileCounters" }) {
 		fmt.Fprintln(w)
 		p.writeScheduler(w, env.cfg)
+		fmt.Fprintln(w)
+		if err := p.writeMonitoring(w, env.cfg, getenv("ALERT_NOTIFICATION_CHANNELS")); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w)
 	return p.writeFirestore(w, specs)

@@ -4,6 +4,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -453,5 +454,46 @@ func TestDryRunNamedDatabase(t *testing.T) {
 	}
 	if out, err := dryRun(t, []string{"FIRESTORE_DATABASE=Bad_Name"}, "--project=demo-x"); err == nil {
 		t.Errorf("FIRESTORE_DATABASE=Bad_Name was accepted:\n%s", out)
+	}
+}
+
+// TestDryRunCreatesTheDashboardAndAlerts: the plan creates or updates the
+// dashboard and the four alert policies of monitoring/, their JSON in the
+// plan, the lag threshold two cadences of the ROLLUP_CADENCE deployed.
+func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
+	plan, err := dryRun(t, []string{"ROLLUP_CADENCE=2s", "ALERT_NOTIFICATION_CHANNELS=projects/demo-x/notificationChannels/1"}, "--project=demo-x", "--only", "counters")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, plan)
+	}
+	if !strings.Contains(plan, `gcloud monitoring dashboards create --project=demo-x --config-from-file="$mon/dashboard.json"`) {
+		t.Errorf("the plan creates no dashboard:\n%s", plan)
+	}
+	docs := regexp.MustCompile(`(?s)cat > "\$mon/([a-z-]+)\.json" <<'SHARDCOUNT_JSON'\n(.*?)\nSHARDCOUNT_JSON\n`).FindAllStringSubmatch(plan, -1)
+	policies := map[string]string{}
+	for _, d := range docs {
+		var v struct {
+			DisplayName string
+			Conditions  []struct {
+				ConditionPrometheusQueryLanguage struct{ Query string }
+			}
+		}
+		if err := json.Unmarshal([]byte(d[2]), &v); err != nil || v.DisplayName == "" {
+			t.Errorf("%s.json in the plan: %v", d[1], err)
+		}
+		if d[1] != "dashboard" {
+			policies[v.DisplayName] = v.Conditions[0].ConditionPrometheusQueryLanguage.Query
+			if !strings.Contains(plan, `--policy-from-file="$mon/`+d[1]+`.json" --notification-channels=projects/demo-x/notificationChannels/1`) {
+				t.Errorf("%s is not created or updated with the notification channels", d[1])
+			}
+		}
+	}
+	if len(policies) != 4 {
+		t.Errorf("%d alert policies, want 4 (lag, corrections, 5xx, refusals): %v", len(policies), policies)
+	}
+	if q := policies["shardcount: roll-up lag p99 above two cadences"]; !strings.HasSuffix(q, "> 4") {
+		t.Errorf("the lag alert's query %q: want a threshold of 4 s (two cadences of 2s)", q)
+	}
+	if only, _ := dryRun(t, nil, "--project=demo-x", "--only", "getCounter"); strings.Contains(only, "monitoring") {
+		t.Error("--only getCounter also deploys the monitoring")
 	}
 }

@@ -319,6 +319,25 @@ var Settings = []Setting{
 			}
 			return nil
 		}},
+	// OpenTelemetry's own (internal/telemetry reads them through the SDK);
+	// declared here so the deploy passes them on and this table lists them.
+	otel("OTEL_EXPORTER_OTLP_ENDPOINT", "Where traces and metrics go, over OTLP/HTTP (`https://telemetry.googleapis.com` on Google Cloud); set, it turns telemetry on. See docs/operations/observability.md."),
+	otel("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "The traces' OTLP endpoint, when it differs (set alone: traces only)."),
+	otel("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "The metrics' OTLP endpoint, when it differs (set alone: metrics only)."),
+	otel("OTEL_EXPORTER_OTLP_HEADERS", "Headers of every export (`key=value,…`), for a backend that wants a key."),
+	otel("OTEL_SDK_DISABLED", "`true` turns telemetry off, whatever else is set."),
+	otel("OTEL_TRACES_SAMPLER", "Sampler of new traces (default `parentbased_always_on`)."),
+	otel("OTEL_TRACES_SAMPLER_ARG", "Its argument, e.g. `0.1` for `parentbased_traceidratio`."),
+	otel("OTEL_METRIC_EXPORT_INTERVAL", "Milliseconds between metric exports (default 60000)."),
+	otel("OTEL_BSP_SCHEDULE_DELAY", "Milliseconds between span exports (default 5000)."),
+	otel("OTEL_RESOURCE_ATTRIBUTES", "Extra resource attributes (`key=value,…`)."),
+	otel("OTEL_SERVICE_NAME", "The service name of the exports (default: the function's name)."),
+}
+
+// otel declares one of OpenTelemetry's standard variables: deployed as
+// given, read by its SDK.
+func otel(name, meaning string) Setting {
+	return Setting{name, "", meaning, Deployed, func(*Config, string) error { return nil }}
 }
 
 // FromEnv reads and validates the configuration; getenv is usually

@@ -16,6 +16,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -71,7 +72,7 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (shu
 	}
 	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithDetectors(gcp.NewDetector()),
 		resource.WithAttributes(
-			attribute.String("service.name", service),
+			attribute.String("service.name", cmp.Or(getenv("OTEL_SERVICE_NAME"), service)),
 			// Every instance exports its own cumulative series.
 			attribute.String("service.instance.id", rand.Text()),
 			attribute.String("gcp.project_id", getenv("GOOGLE_CLOUD_PROJECT"))))
