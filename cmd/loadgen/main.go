@@ -67,6 +67,7 @@ type flags struct {
 	soak, cacheWait                              time.Duration
 	million                                      int
 	millionURL, millionTouchURL, millionProject  string
+	otelURL                                      string
 }
 
 func main() {
@@ -102,8 +103,9 @@ func main() {
 	flag.StringVar(&f.millionURL, "million-url", "", "suite: functions of -million-project with the roll-up trigger, for the scale benchmark (empty: skip it)")
 	flag.StringVar(&f.millionTouchURL, "million-touch-url", "", "million, suite: a second function server of -million-project whose memory is measured")
 	flag.StringVar(&f.millionProject, "million-project", "demo-bench-million", "million, suite: emulator project of the scale benchmark")
+	flag.StringVar(&f.otelURL, "url-otel", "", "overhead: functions with telemetry on (-url: with it off)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|million|suite")
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|million|overhead|suite")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -129,6 +131,17 @@ func run(ctx context.Context, f flags, scenario string) error {
 	switch scenario {
 	case "suite":
 		return suite(ctx, f, opts)
+	case "overhead":
+		if f.otelURL == "" {
+			return errors.New("overhead: -url-otel names the functions with telemetry on")
+		}
+		o := opts
+		o.Concurrency = 64
+		r, err := loadtest.Overhead(ctx, loadtest.NewFunctions([]string{f.url}, nil, 64), loadtest.NewFunctions([]string{f.otelURL}, nil, 64), o, 1, 3)
+		var md strings.Builder
+		r.Markdown(&md, "scripts/bench-telemetry.sh")
+		fmt.Print(md.String())
+		return err
 	case "million":
 		f.millionURL = f.url
 		r, err := million(ctx, f, opts)
