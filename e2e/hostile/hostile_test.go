@@ -225,6 +225,28 @@ func TestAttacker(t *testing.T) {
 		}
 	})
 
+	t.Run("first uses spend the create budget", func(t *testing.T) {
+		// A counter of a kind comes into being on a user's first like,
+		// ranked: minting them costs createCounter's budget (3 here), not
+		// the increments' (5).
+		s.t = t
+		minter := s.user("minter", false)
+		inc := func(id string) testenv.Response {
+			return s.call("POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id), "203.0.113.60", "Authorization", minter)
+		}
+		for i := range 3 {
+			if r := inc(fmt.Sprintf("views:minted-%d", i)); r.Status != http.StatusOK {
+				t.Fatalf("first use %d: %s", i, r)
+			}
+		}
+		if r := inc("views:minted-3"); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "create") {
+			t.Errorf("a fourth new counter with the create budget spent: %s, want 429 for create", r)
+		}
+		if r := inc("views:minted-0"); r.Status != http.StatusOK {
+			t.Errorf("an increment of a counter that exists: %s", r)
+		}
+	})
+
 	t.Run("App Check: no token, a forged one, a replayed one", func(t *testing.T) {
 		s.t = t
 		bob := s.user("bob-app", true)

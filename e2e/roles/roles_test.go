@@ -349,6 +349,11 @@ func TestUserCountersStayWithinTheirLimits(t *testing.T) {
 	if status, _, body := plain.call(t, mallory, "createCounter", "POST", map[string]any{"counter_id": id + "-r", "ranked": true}); status != deny {
 		t.Errorf("an end user asks for a ranked counter: %d %s", status, body)
 	}
+	// No kind is declared here: "shares:post-1" is what an app may declare
+	// later, and no end user takes it before.
+	if status, _, body := plain.call(t, mallory, "createCounter", "POST", map[string]any{"counter_id": "shares:post-" + run}); status != deny || !strings.Contains(string(body), "KIND:KEY") {
+		t.Errorf("an end user creates an id of a kind to come: %d %s", status, body)
+	}
 	if status, _, body := plain.call(t, mallory, "incrementCounter", "POST", map[string]any{"counter_id": id, "delta": 1_000_000_000}); status != allow {
 		t.Fatalf("the owner adds 10⁹: %d %s", status, body)
 	}

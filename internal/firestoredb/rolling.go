@@ -44,7 +44,7 @@ func (r Rolling) From(now time.Time) time.Time {
 // bucket, by count and by gross, are the candidates, each summed exactly
 // over the window with one aggregation; a counter beyond both lists counts
 // at most the sum of their last values, and when the last of the top limit
-// counts that much, no other can pass it: exact. Otherwise a deeper round
+// counts more, no other can pass or tie it: exact. Otherwise a deeper round
 // may settle it. It reads at most 2 × depth documents and as many
 // aggregations.
 func (s *Windows) RollingTop(ctx context.Context, r Rolling, now time.Time, depth, limit int, kind string) ([]Ranked, bool, error) {
@@ -78,7 +78,7 @@ func (s *Windows) RollingTop(ctx context.Context, r Rolling, now time.Time, dept
 		}
 		return strings.Compare(a.CounterID, b.CounterID)
 	})
-	exact := bound <= 0 || len(out) >= limit && out[limit-1].Count >= bound
+	exact := bound <= 0 || len(out) >= limit && out[limit-1].Count > bound // a tie at the bound could rank before, by id
 	return out[:min(limit, len(out))], exact, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
@@ -82,6 +83,12 @@ func (a *app) createCounter(ctx context.Context, req *httpapi.Request) (int, any
 	origin, maxShards, err := a.mayCreate(req)
 	if err != nil {
 		return 0, nil, err
+	}
+	// KIND:KEY ids are the kinds' (COUNTER_KINDS), declared or to be: an
+	// end user takes none before the app declares its kind.
+	if origin != counter.ByAdmin && strings.Contains(deref(body.CounterID), ":") {
+		return 0, nil, &errs.Error{Code: errs.PermissionDenied, Field: "counter_id",
+			Message: "ids with a colon (KIND:KEY) name counters of kinds, which come into being on their first use; end users create others"}
 	}
 	c, err := body.counterToCreate(maxShards)
 	if err != nil {

@@ -175,6 +175,9 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 		return 0, nil, err
 	}
 	c, err := a.store.Counters.LiveOrNewCached(ctx, id)
+	if err == nil {
+		err = a.payForFirstUse(ctx, req, c)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -253,7 +256,9 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 			c, ok := counters[id]
 			if !ok {
 				if c, err = a.store.Counters.LiveOrNewCached(ctx, id); err == nil {
-					counters[id] = c
+					if err = a.payForFirstUse(ctx, req, c); err == nil {
+						counters[id] = c
+					}
 				}
 			}
 			if err == nil {
@@ -311,4 +316,15 @@ func (a *app) commitIncrements(ctx context.Context, id string, ops []firestoredb
 	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "increment"), a.cfg.FirestoreDeadline)
 	defer cancel()
 	return a.store.Increments.Apply(ctx, id, ops)
+}
+
+// payForFirstUse spends the caller's create budget when its increment
+// would create counter c (a counter of a kind nobody used yet): an end
+// user mints new counters, ranked ones among them, at the pace of
+// createCounter's budget, not of increments.
+func (a *app) payForFirstUse(ctx context.Context, req *httpapi.Request, c counter.Counter) error {
+	if !c.Version.IsZero() {
+		return nil
+	}
+	return a.allow(ctx, req, ratelimit.Create, 1)
 }
