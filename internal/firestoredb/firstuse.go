@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
@@ -14,6 +15,10 @@ import (
 // on several instances one creates it; the others find it there, read it,
 // and commit again as for any counter.
 
+// notRolledUp is the rollup_as_of of a counter its first use created: its
+// first roll-up, a cadence later, sets the real one.
+var notRolledUp = time.Unix(0, 0).UTC()
+
 // creates reports whether the next commit creates the counter: its
 // document was absent when read (liveOrNew's zero Version).
 func (p *incrementCommit) creates() bool { return p.c.Version.IsZero() }
@@ -24,8 +29,13 @@ func (p *incrementCommit) withCreation(writes []*pb.Write) []*pb.Write {
 	if !p.creates() || len(writes) == 0 {
 		return writes
 	}
-	w := createWrite(p.s.counterName(p.c.ID), counterFields(p.c))
-	w.UpdateTransforms = createdTransforms()
+	// Its roll-up holds nothing yet: as of the epoch, not of this commit,
+	// whose own shard write the count 0 leaves out (data-model.md: every
+	// write at or before rollup_as_of is in count).
+	fields := counterFields(p.c)
+	fields[fieldAsOf] = timeValue(notRolledUp)
+	w := createWrite(p.s.counterName(p.c.ID), fields)
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldCreatedAt)}
 	return append(writes, w)
 }
 
@@ -37,7 +47,7 @@ func (p *incrementCommit) created(resp *pb.CommitResponse) {
 	}
 	c := p.c
 	at := resp.GetCommitTime().AsTime()
-	c.AsOf, c.CreatedAt, c.Version = at, at, versionOf(resp, len(resp.GetWriteResults())-1)
+	c.AsOf, c.CreatedAt, c.Version = notRolledUp, at, versionOf(resp, len(resp.GetWriteResults())-1)
 	p.c = c
 	p.s.remember(c, p.s.now())
 }

@@ -58,7 +58,7 @@ export interface Like {
 /** A counter as its document says, live. */
 export interface CountSnapshot {
   count: number;
-  /** The roll-up's time; null before the counter exists. */
+  /** The roll-up's time; null before its first roll-up (or before the counter exists). */
   asOf: Date | null;
   /** Its document exists: a counter of a kind exists from its first use. */
   exists: boolean;
@@ -109,6 +109,11 @@ function retryable(err: unknown): err is FunctionsError {
 function unknownOutcome(err: unknown): boolean {
   const code = (err as FunctionsError | undefined)?.code;
   return code === "functions/internal" || code === "functions/deadline-exceeded" || code === "functions/unknown";
+}
+
+/** rolledUp: a roll-up's time, or null for the epoch a first use leaves until its first roll-up. */
+function rolledUp(t: Date | undefined): Date | null {
+  return t && t.getTime() > 0 ? t : null;
 }
 
 /** newKey: a random idempotency key, also outside secure contexts (plain http). */
@@ -174,7 +179,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
           const deleted = data?.deleted === true;
           onCount({
             count: deleted ? 0 : Number(data?.count ?? 0),
-            asOf: data?.rollup_as_of?.toDate?.() ?? null,
+            asOf: rolledUp(data?.rollup_as_of?.toDate?.()),
             exists: snap.exists() && !deleted,
             deleted,
           });
