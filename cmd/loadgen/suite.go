@@ -173,9 +173,12 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		return err
 	}
 	if f.millionURL != "" && f.million > 0 {
+		// The emulator may not carry that many documents: the report says
+		// what stopped it, and the rest of the suite is kept.
 		m, err := million(ctx, f, opts)
 		if err != nil {
-			return err
+			m.Error = err.Error()
+			fmt.Fprintln(os.Stderr, "loadgen: the million counters stopped:", err)
 		}
 		s.Million = &m
 	}
@@ -220,7 +223,7 @@ func suiteArgs(f flags) string {
 	if f.soak != 3*time.Minute {
 		args += " -soak " + f.soak.String()
 	}
-	if f.million != 1_000_000 {
+	if f.million != 200_000 {
 		args += fmt.Sprintf(" -million %d", f.million)
 	}
 	return args

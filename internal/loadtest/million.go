@@ -44,6 +44,9 @@ type MillionReport struct {
 	RSSBeforeMiB  float64 `json:"rss_before_mib"`
 	RSSAfterMiB   float64 `json:"rss_after_mib"`
 	TouchFailures int64   `json:"touch_failures"`
+	// Error is what stopped the run, if anything did: the report holds
+	// what was measured before.
+	Error string `json:"error,omitempty"`
 }
 
 // Staleness samples how far behind the eventual read is: at a random
@@ -113,7 +116,7 @@ func Million(ctx context.Context, f, touch *Functions, raw *Raw, o Options, spec
 	for i := range spec.Active {
 		n, err := f.Strong(ctx, id(i))
 		if err != nil {
-			return rep, err
+			return rep, fmt.Errorf("strong read of an active counter: %w", err)
 		}
 		check.Acknowledged += acked[i].Load()
 		check.Strong += n

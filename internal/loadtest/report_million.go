@@ -13,8 +13,11 @@ func (m *MillionReport) markdown(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "**A million counters** (%d counters bulk-created straight into the emulator, %d BulkWriters at once, in %.0f s; %d of them (0.1%%) incremented through the functions with the roll-up trigger for %.0f s at %.0f/s; then the scheduled reconcile, once their markers settled (%.0f s), and once more with nothing written; rankings and lists over all of them; then one function server reads every counter and increments %d more):\n\n",
+	fmt.Fprintf(w, "**Many counters** (%d counters bulk-created straight into the emulator, %d BulkWriters at once, in %.0f s; %d of them (0.1%%) incremented through the functions with the roll-up trigger for %.0f s at %.0f/s; then the scheduled reconcile, once their markers settled (%.0f s), and once more with nothing written; rankings and lists over all of them; then one function server reads every counter and increments %d more):\n\n",
 		m.Counters, m.Writers, m.CreateSeconds, m.Active, m.Load.Seconds, m.Rate, m.SettleS, m.Incremented)
+	if m.Error != "" {
+		fmt.Fprintf(w, "**The run stopped**: %s. What follows was measured before.\n\n", m.Error)
+	}
 	fmt.Fprintln(w, "| reconcile `{}` | calls | time | counters checked | corrected | document reads | aggregations | commits | reads per active counter |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range []struct {
