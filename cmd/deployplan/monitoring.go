@@ -41,9 +41,10 @@ func (p *plan) writeMonitoring(w io.Writer, cfg config.Config, channels string) 
 	fmt.Fprintf(w, "if [ -n \"$name\" ]; then gcloud monitoring dashboards update \"$name\" --project=%s --config-from-file=\"$mon/dashboard.json\"; else gcloud monitoring dashboards create --project=%s --config-from-file=\"$mon/dashboard.json\"; fi\n",
 		q(p.project), q(p.project))
 	threshold := strconv.FormatFloat(2*cfg.RollupCadence.Seconds(), 'f', -1, 64)
-	var attach string
+	// create takes --notification-channels, update --set-notification-channels.
+	var onCreate, onUpdate string
 	if channels != "" {
-		attach = " --notification-channels=" + q(channels)
+		onCreate, onUpdate = " --notification-channels="+q(channels), " --set-notification-channels="+q(channels)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -60,7 +61,7 @@ func (p *plan) writeMonitoring(w io.Writer, cfg config.Config, channels string) 
 		fmt.Fprintf(w, "name=$(gcloud alpha monitoring policies list --project=%s --filter=%s --format='value(name)' | head -n 1)\n",
 			q(p.project), q(fmt.Sprintf("displayName=%q", display)))
 		fmt.Fprintf(w, "if [ -n \"$name\" ]; then gcloud alpha monitoring policies update \"$name\" --project=%s --policy-from-file=\"%s\"%s; else gcloud alpha monitoring policies create --project=%s --policy-from-file=\"%s\"%s; fi\n",
-			q(p.project), file, attach, q(p.project), file, attach)
+			q(p.project), file, onUpdate, q(p.project), file, onCreate)
 	}
 	return nil
 }

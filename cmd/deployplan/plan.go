@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/service"
+	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
 type plan struct {
@@ -43,16 +44,22 @@ func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	for _, spec := range specs {
 		fmt.Fprintln(w, shellJoin(p.deployFunction(spec, runtime, env)))
 	}
-	if slices.ContainsFunc(specs, func(s service.Spec) bool { return s.Name == "reconcileCounters" }) {
+	counters := slices.ContainsFunc(specs, func(s service.Spec) bool { return s.Name == "reconcileCounters" })
+	if counters {
 		fmt.Fprintln(w)
 		p.writeScheduler(w, env.cfg)
-		fmt.Fprintln(w)
-		if err := p.writeMonitoring(w, env.cfg, getenv("ALERT_NOTIFICATION_CHANNELS")); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintln(w)
-	return p.writeFirestore(w, specs)
+	if err := p.writeFirestore(w, specs); err != nil {
+		return err
+	}
+	// The dashboard and alerts read the functions' metrics: with
+	// telemetry on, after everything the functions need.
+	if counters && telemetry.Enabled(getenv) {
+		fmt.Fprintln(w)
+		return p.writeMonitoring(w, env.cfg, getenv("ALERT_NOTIFICATION_CHANNELS"))
+	}
+	return nil
 }
 
 // chosen returns the functions -only names (groups or functions), in

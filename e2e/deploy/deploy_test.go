@@ -461,7 +461,8 @@ func TestDryRunNamedDatabase(t *testing.T) {
 // dashboard and the four alert policies of monitoring/, their JSON in the
 // plan, the lag threshold two cadences of the ROLLUP_CADENCE deployed.
 func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
-	plan, err := dryRun(t, []string{"ROLLUP_CADENCE=2s", "ALERT_NOTIFICATION_CHANNELS=projects/demo-x/notificationChannels/1"}, "--project=demo-x", "--only", "counters")
+	plan, err := dryRun(t, []string{"ROLLUP_CADENCE=2s", "ALERT_NOTIFICATION_CHANNELS=projects/demo-x/notificationChannels/1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=https://telemetry.googleapis.com"}, "--project=demo-x", "--only", "counters")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -482,7 +483,8 @@ func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
 		}
 		if d[1] != "dashboard" {
 			policies[v.DisplayName] = v.Conditions[0].ConditionPrometheusQueryLanguage.Query
-			if !strings.Contains(plan, `--policy-from-file="$mon/`+d[1]+`.json" --notification-channels=projects/demo-x/notificationChannels/1`) {
+			if !strings.Contains(plan, `--policy-from-file="$mon/`+d[1]+`.json" --notification-channels=projects/demo-x/notificationChannels/1`) ||
+				!strings.Contains(plan, `--policy-from-file="$mon/`+d[1]+`.json" --set-notification-channels=projects/demo-x/notificationChannels/1`) {
 				t.Errorf("%s is not created or updated with the notification channels", d[1])
 			}
 		}
@@ -493,7 +495,13 @@ func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
 	if q := policies["shardcount: roll-up lag p99 above two cadences"]; !strings.HasSuffix(q, "> 4") {
 		t.Errorf("the lag alert's query %q: want a threshold of 4 s (two cadences of 2s)", q)
 	}
-	if only, _ := dryRun(t, nil, "--project=demo-x", "--only", "getCounter"); strings.Contains(only, "monitoring") {
+	if only, _ := dryRun(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=https://telemetry.googleapis.com"}, "--project=demo-x", "--only", "getCounter"); strings.Contains(only, "monitoring") {
 		t.Error("--only getCounter also deploys the monitoring")
+	}
+	if off, _ := dryRun(t, nil, "--project=demo-x", "--only", "counters"); strings.Contains(off, "monitoring") {
+		t.Error("with telemetry off, the plan deploys a dashboard of metrics nobody exports")
+	}
+	if i, j := strings.Index(plan, "indexes composite create"), strings.Index(plan, "monitoring dashboards"); i < 0 || j < i {
+		t.Error("the monitoring comes before the indexes: a failure there would leave the functions without them")
 	}
 }

@@ -22,6 +22,10 @@ type Outcome struct {
 	// Again, when not zero, is when it has more to do: a purge to finish,
 	// a shrink's merge after its merge_until.
 	Again time.Time
+	// Behind is, when Corrected, how far the stored roll-up was behind
+	// the sum: long past a cadence, an event was lost; shortly, the
+	// roll-up was merely under way.
+	Behind time.Duration
 }
 
 // Heal is reconcile's work on one counter: Reconcile a live one, or go on
@@ -86,9 +90,6 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if ok {
-			if sums.Count != c.Count {
-				corrections.Add(ctx, 1)
-			}
 			if drift != 0 {
 				mismatches.Add(ctx, 1)
 				log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
@@ -98,7 +99,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 				log.Warn("reconciled a stale roll-up", "count", sums.Count,
 					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 			}
-			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again}, nil
+			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}, nil
 		}
 	}
 	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,

@@ -219,7 +219,11 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 		if !c.AsOf.Before(due) {
 			return nil
 		}
-		return r.ensure(ctx, id, due)
+		if err := r.ensure(ctx, id, due); err != nil {
+			return err
+		}
+		recordLag(ctx, r.clock.Now(), ev.WrittenAt) // a late event's write, rolled up only now
+		return nil
 	}
 	if k.slot.Equal(due) && k.holder != ev.ID {
 		return nil // another event of this instance holds the slot

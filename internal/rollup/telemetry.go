@@ -19,8 +19,6 @@ var (
 		metric.WithDescription("Shard write events received by rollupCounter"))
 	writes, _ = meter.Int64Counter("shardcount.rollup.writes", metric.WithUnit("{write}"),
 		metric.WithDescription("Roll-up writes of a counter document (by roll-ups and reconcile): events per roll-up is events over writes"))
-	corrections, _ = meter.Int64Counter("shardcount.reconcile.corrections", metric.WithUnit("{counter}"),
-		metric.WithDescription("Counters whose stored total reconcile found stale and corrected: a lost last event. Should be 0"))
 	mismatches, _ = meter.Int64Counter("shardcount.reconcile.audit_mismatches", metric.WithUnit("{counter}"),
 		metric.WithDescription("Unique counters whose shards differed from their members (writes outside the functions). Should be 0"))
 )

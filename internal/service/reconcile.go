@@ -105,6 +105,7 @@ func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *
 	o, err := a.roller.Heal(ctx, e.ID, e.Deleted)
 	if err == nil {
 		resp.add(o)
+		a.countCorrection(ctx, o)
 	}
 	return err
 }
@@ -142,6 +143,7 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 				return time.Time{}, err
 			}
 			resp.add(o)
+			a.countCorrection(ctx, o)
 			return o.Again, nil
 		}}
 	until := now.Add(-a.cfg.ReconcileSettle())

@@ -506,7 +506,8 @@ func (s *Server) startTelemetry() {
 	}()
 }
 
-// Shutdown flushes the telemetry buffered (cmd/devserver calls it on exit).
+// Shutdown flushes the telemetry buffered, for a caller that stops the
+// server itself (deployed, SIGTERM does it).
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.shutdownTelemetry == nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/rollup"
 )
 
 // changes counts increments and likes by outcome
@@ -17,6 +18,21 @@ import (
 var changes, _ = otel.Meter("github.com/shardcount/shardcount/internal/service").Int64Counter("shardcount.increments",
 	metric.WithUnit("{increment}"),
 	metric.WithDescription("Increments and likes (like=true: of a unique counter) by outcome: applied, replayed, unchanged (a like of a member), or the error's code"))
+
+// corrections counts what the exactness alarm watches (a no-op until a
+// provider is set).
+var corrections, _ = otel.Meter("github.com/shardcount/shardcount/internal/service").Int64Counter("shardcount.reconcile.corrections",
+	metric.WithUnit("{counter}"),
+	metric.WithDescription("Counters whose stored total reconcile found stale, its roll-up more than the scheduled run's settling time behind: a lost last event. Should be 0"))
+
+// countCorrection counts a reconcile's correction of a roll-up far
+// behind: one merely under way (a by-id or full run just after writes) is
+// no alarm.
+func (a *app) countCorrection(ctx context.Context, o rollup.Outcome) {
+	if o.Corrected && o.Behind > a.cfg.ReconcileSettle() {
+		corrections.Add(ctx, 1)
+	}
+}
 
 // countChange counts one increment's outcome: its result, or err.
 func countChange(ctx context.Context, like bool, r firestoredb.IncrementResult, err error) {

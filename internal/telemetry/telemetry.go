@@ -20,7 +20,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"net/http"
+	"fmt"
+	"net/url"
 	"strings"
 
 	"go.opentelemetry.io/contrib/detectors/gcp"
@@ -62,12 +63,27 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (shu
 	}
 	var traceOpts []otlptracehttp.Option
 	var metricOpts []otlpmetrichttp.Option
-	if strings.Contains(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), googleEndpoint) {
+	// Google's endpoint wants the service account's token; no other host
+	// ever gets it.
+	signed := func(signal string) (bool, error) {
+		return isGoogle(cmp.Or(getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
+	}
+	if ok, err := signed("TRACES"); err != nil {
+		return nothing, err
+	} else if ok {
 		client, err := google.DefaultClient(ctx, "https://www.googleapis.com/auth/cloud-platform")
 		if err != nil {
 			return nothing, err
 		}
 		traceOpts = append(traceOpts, otlptracehttp.WithHTTPClient(client))
+	}
+	if ok, err := signed("METRICS"); err != nil {
+		return nothing, err
+	} else if ok {
+		client, err := google.DefaultClient(ctx, "https://www.googleapis.com/auth/cloud-platform")
+		if err != nil {
+			return nothing, err
+		}
 		metricOpts = append(metricOpts, otlpmetrichttp.WithHTTPClient(client))
 	}
 	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithDetectors(gcp.NewDetector()),
@@ -79,24 +95,51 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (shu
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nothing, err
 	}
-	traces, err := otlptracehttp.New(ctx, traceOpts...)
-	if err != nil {
-		return nothing, err
+	var shutdowns []func(context.Context) error
+	if wants(getenv, "TRACES") {
+		traces, err := otlptracehttp.New(ctx, traceOpts...)
+		if err != nil {
+			return nothing, err
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(traces), sdktrace.WithResource(res))
+		otel.SetTracerProvider(tp)
+		shutdowns = append(shutdowns, tp.Shutdown)
 	}
-	metrics, err := otlpmetrichttp.New(ctx, metricOpts...)
-	if err != nil {
-		return nothing, err
+	if wants(getenv, "METRICS") {
+		metrics, err := otlpmetrichttp.New(ctx, metricOpts...)
+		if err != nil {
+			return nothing, err
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
+		otel.SetMeterProvider(mp)
+		shutdowns = append(shutdowns, mp.Shutdown)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(traces), sdktrace.WithResource(res))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(CloudTraceContext{}, propagation.TraceContext{}))
-	return func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx)) }, nil
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, s := range shutdowns {
+			errs = append(errs, s(ctx))
+		}
+		return errors.Join(errs...)
+	}, nil
 }
 
-// Extract returns ctx with the caller's span context from header, by the
-// propagators Setup installed (none when off).
-func Extract(ctx context.Context, header http.Header) context.Context {
-	return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(header))
+// wants reports whether signal (TRACES or METRICS) is exported: the
+// common endpoint, its own, or its exporter named otlp; not when only the
+// other signal's endpoint or exporter is set.
+func wants(getenv func(string) string, signal string) bool {
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != "" ||
+		getenv("OTEL_"+signal+"_EXPORTER") == "otlp"
+}
+
+// isGoogle reports whether endpoint is Google Cloud's OTLP endpoint.
+func isGoogle(endpoint string) (bool, error) {
+	if endpoint == "" {
+		return false, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false, fmt.Errorf("telemetry: the OTLP endpoint %q: %w", endpoint, err)
+	}
+	return u.Hostname() == googleEndpoint, nil
 }

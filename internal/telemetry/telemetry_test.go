@@ -55,3 +55,26 @@ func TestCloudTraceContext(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyGoogleGetsTheToken: the service account's token goes to Google's
+// OTLP endpoint only, whatever else a URL holds.
+func TestOnlyGoogleGetsTheToken(t *testing.T) {
+	for endpoint, want := range map[string]bool{
+		"https://telemetry.googleapis.com":                          true,
+		"https://telemetry.googleapis.com/v1/traces":                true,
+		"https://collector.example.com/?x=telemetry.googleapis.com": false,
+		"https://telemetry.googleapis.com.example.com":              false,
+		"http://127.0.0.1:4318":                                     false,
+		"":                                                          false,
+	} {
+		if got, err := isGoogle(endpoint); got != want || err != nil {
+			t.Errorf("isGoogle(%q) = %v, %v; want %v", endpoint, got, err, want)
+		}
+	}
+	traces := func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x/v1/traces"}[k]
+	}
+	if !wants(traces, "TRACES") || wants(traces, "METRICS") {
+		t.Error("a traces endpoint alone should export traces only")
+	}
+}

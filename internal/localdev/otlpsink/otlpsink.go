@@ -22,8 +22,12 @@ import (
 // maxSpans bounds the spans kept; the oldest go first.
 const maxSpans = 20_000
 
-// maxBody bounds one export request.
-const maxBody = 16 << 20
+// maxBody bounds one export request; maxStreams the metric streams kept
+// (names × instances).
+const (
+	maxBody    = 4 << 20
+	maxStreams = 10_000
+)
 
 // Span is an exported span, its ids in hex.
 type Span struct {
@@ -57,6 +61,12 @@ type Sink struct {
 
 // ServeHTTP takes POST /v1/traces and /v1/metrics (protobuf).
 func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The exporters' content type; a web page cannot send it without a
+	// preflight, which nothing here answers.
+	if r.Header.Get("Content-Type") != "application/x-protobuf" {
+		http.Error(w, "OTLP/HTTP protobuf only", http.StatusUnsupportedMediaType)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil || r.Method != http.MethodPost {
 		http.Error(w, "POST a protobuf export", http.StatusBadRequest)
@@ -101,11 +111,11 @@ func (s *Sink) addSpans(req *colltrace.ExportTraceServiceRequest) {
 					span.Links = append(span.Links, Link{TraceID: hex.EncodeToString(l.GetTraceId()), SpanID: hex.EncodeToString(l.GetSpanId())})
 				}
 				s.spans = append(s.spans, span)
+				if len(s.spans) >= 2*maxSpans {
+					s.spans = append([]Span(nil), s.spans[maxSpans:]...) // the oldest go
+				}
 			}
 		}
-	}
-	if over := len(s.spans) - maxSpans; over > 0 {
-		s.spans = append([]Span(nil), s.spans[over:]...)
 	}
 }
 
@@ -119,12 +129,17 @@ func (s *Sink) addMetrics(req *collmetrics.ExportMetricsServiceRequest) {
 		resource := key(rm.GetResource().GetAttributes())
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
+				if s.streams[m.GetName()] == nil && len(s.streams) >= maxStreams {
+					continue
+				}
 				if s.streams[m.GetName()] == nil {
 					s.streams[m.GetName()] = map[string]*metrics.Metric{}
 				}
 				// Cumulative points: the latest export of an instance's
 				// metric replaces its previous one.
-				s.streams[m.GetName()][resource] = m
+				if len(s.streams[m.GetName()]) < maxStreams || s.streams[m.GetName()][resource] != nil {
+					s.streams[m.GetName()][resource] = m
+				}
 			}
 		}
 	}
