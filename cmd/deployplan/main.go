@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +24,7 @@ func main() {
 	flag.StringVar(&p.only, "only", "", "deploy only these groups (counters, instruments) or functions, comma-separated")
 	flag.StringVar(&p.triggerLocation, "trigger-location", "", "location of the Firestore database, when it differs from the region (e.g. nam5)")
 	flag.StringVar(&p.firestoreFrom, "firestore-from", "", "deploy the rules and indexes of this app directory, the files its firebase.json names (they must hold shardcount's; scripts/firebase-merge.sh merges them)")
-	flag.StringVar(&p.database, "database", "(default)", "the Firestore database")
+	flag.StringVar(&p.database, "database", cmp.Or(os.Getenv("FIRESTORE_DATABASE"), "(default)"), "the Firestore database (default FIRESTORE_DATABASE, as the functions read it)")
 	flag.BoolVar(&p.replaceRules, "replace-rules", false, "deploy this repository's firestore.rules as the project's rules, replacing whatever rules it has")
 	flag.StringVar(&p.schedule, "reconcile-schedule", "*/15 * * * *", "cron schedule of reconcileCounters (Cloud Scheduler)")
 	flag.BoolVar(&p.insecureOpen, "insecure-open", false, "allow AUTH=off: every public function open to anyone")

@@ -70,6 +70,9 @@ type Run struct {
 	Concurrency int
 	// Now is the run's clock (the simulation's is virtual).
 	Now func() time.Time
+	// Save, when set, stores the cursor after each page, so a run cut
+	// short (its function's timeout) keeps what it did.
+	Save func(ctx context.Context, c Cursor) error
 }
 
 // Result is what a run did: the counters visited, those marked again (to
@@ -130,6 +133,11 @@ func (r Run) Do(ctx context.Context, from Cursor, until, stop time.Time) (Result
 		if len(markers) > 0 {
 			last := markers[len(markers)-1]
 			res.Cursor = Cursor{At: last.At, ID: last.ID}
+			if r.Save != nil {
+				if err := r.Save(ctx, res.Cursor); err != nil {
+					return res, err
+				}
+			}
 		}
 		if !more {
 			res.Complete = true

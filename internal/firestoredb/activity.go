@@ -11,6 +11,7 @@ import (
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/activity"
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
@@ -48,16 +49,22 @@ func (b *base) activityWrite(id string, at time.Time) *pb.Write {
 
 func (b *base) activityShards() int { return max(1, b.opts.ActivityShards) }
 
-// markDue reports whether this instance's next commit to counter id marks
-// it: not for ActivityEvery since it last did.
-func (b *base) markDue(id string) bool {
-	last, ok := b.marked.Get(id)
+// markDue reports whether this instance's next commit to counter c marks
+// it: not for ActivityEvery since it last did. A counter is known by its
+// id and creation, so one created again over a purged tombstone (whose
+// marker went with it) is marked at once.
+func (b *base) markDue(c counter.Counter) bool {
+	last, ok := b.marked.Get(markKey(c))
 	return !ok || !b.now().Before(last.Add(b.opts.ActivityEvery))
 }
 
-// noteMarked remembers that a commit marked counter id, from start (when
+// noteMarked remembers that a commit marked counter c, from start (when
 // the commit began: the marker's time is no earlier).
-func (b *base) noteMarked(id string, start time.Time) { b.marked.Add(id, start) }
+func (b *base) noteMarked(c counter.Counter, start time.Time) { b.marked.Add(markKey(c), start) }
+
+func markKey(c counter.Counter) string {
+	return c.ID + "@" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10)
+}
 
 // Mark marks counter id at at: the scheduled reconcile visits it then.
 func (s *Rollups) Mark(ctx context.Context, id string, at time.Time) error {

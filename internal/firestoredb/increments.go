@@ -136,7 +136,7 @@ func (p *incrementCommit) commit(ctx context.Context) bool {
 	switch code(err) {
 	case codes.OK:
 		if p.marks {
-			p.s.noteMarked(p.c.ID, start)
+			p.s.noteMarked(p.c, start)
 		}
 		p.created(resp)
 		p.settle(resp)
@@ -256,7 +256,7 @@ func (p *incrementCommit) writes() []*pb.Write {
 	writes = append(writes, p.keyWrites()...)
 	// The activity index, in this commit when the instance has not
 	// marked the counter lately (internal/activity).
-	if p.marks = len(writes) > 0 && p.s.markDue(p.c.ID); p.marks {
+	if p.marks = len(writes) > 0 && p.s.markDue(p.c); p.marks {
 		writes = append(writes, p.s.activityWrite(p.c.ID, time.Time{}))
 	}
 	return p.withCreation(writes)

@@ -3,6 +3,8 @@ package firestoredb
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -45,10 +47,13 @@ func (s *Rollups) SweepQuery(after string, limit int) firestore.Query {
 // ReconcileCursor is where reconcile stands: the scheduled runs in the
 // activity index (Active), the full audit in the counters' ids.
 type ReconcileCursor struct {
-	Active      activity.Cursor
-	After       string    // full audit: last counter id checked; "" at the start of a pass
-	PassStarted time.Time // when the current pass began
-	Passes      int64     // completed passes
+	Active activity.Cursor
+	// ActiveConfig is the settings that decide which markers a run reads
+	// (internal/service's activityConfig) as of the last scheduled run.
+	ActiveConfig string
+	After        string    // full audit: last counter id checked; "" at the start of a pass
+	PassStarted  time.Time // when the current pass began
+	Passes       int64     // completed passes
 }
 
 func (s *Rollups) cursorName() string { return s.db.name(StateCollection + "/reconcile") }
@@ -64,21 +69,31 @@ func (s *Rollups) LoadReconcileCursor(ctx context.Context) (ReconcileCursor, err
 	}
 	d := docOf(pd)
 	c := ReconcileCursor{After: d.str("after"), PassStarted: d.time("pass_started"), Passes: d.integer("passes"),
-		Active: activity.Cursor{At: d.time("active_at"), ID: d.str("active_id")}}
+		Active: activity.Cursor{At: d.time("active_at"), ID: d.str("active_id")}, ActiveConfig: d.str("active_config")}
 	if err := d.done(); err != nil {
 		return ReconcileCursor{}, fmt.Errorf("firestoredb: decode the reconcile cursor: %w", err)
 	}
 	return c, nil
 }
 
-// SaveReconcileCursor stores the sweep's cursor.
-func (s *Rollups) SaveReconcileCursor(ctx context.Context, c ReconcileCursor) error {
-	_, err := s.db.commit(ctx, &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{
-		Name: s.cursorName(),
-		Fields: map[string]*pb.Value{
-			"after": stringValue(c.After), "pass_started": timeValue(c.PassStarted), "passes": intValue(c.Passes),
-			"active_at": timeValue(c.Active.At), "active_id": stringValue(c.Active.ID),
-		},
-	}}})
+// SaveActiveCursor stores the scheduled runs' cursor, and the settings it
+// was advanced with, leaving the full audit's alone.
+func (s *Rollups) SaveActiveCursor(ctx context.Context, c ReconcileCursor) error {
+	return s.saveCursor(ctx, map[string]*pb.Value{"active_at": timeValue(c.Active.At), "active_id": stringValue(c.Active.ID),
+		"active_config": stringValue(c.ActiveConfig)})
+}
+
+// SaveFullCursor stores the full audit's cursor, leaving the scheduled
+// runs' alone.
+func (s *Rollups) SaveFullCursor(ctx context.Context, c ReconcileCursor) error {
+	return s.saveCursor(ctx, map[string]*pb.Value{"after": stringValue(c.After), "pass_started": timeValue(c.PassStarted),
+		"passes": intValue(c.Passes)})
+}
+
+func (s *Rollups) saveCursor(ctx context.Context, fields map[string]*pb.Value) error {
+	_, err := s.db.commit(ctx, &pb.Write{
+		Operation:  &pb.Write_Update{Update: &pb.Document{Name: s.cursorName(), Fields: fields}},
+		UpdateMask: &pb.DocumentMask{FieldPaths: slices.Sorted(maps.Keys(fields))},
+	})
 	return classify(err, "save the reconcile cursor")
 }

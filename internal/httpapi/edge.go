@@ -136,7 +136,7 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 		req := &Request{Function: ep.Name, HTTP: r, header: w.Header()}
 
 		status, err := e.serve(w, r, ep, req)
-		countRefusal(ctx, ep.Name, status)
+		CountRefusal(ctx, ep.Name, status)
 
 		level := slog.LevelInfo
 		attrs := []slog.Attr{

@@ -18,8 +18,9 @@ var (
 		metric.WithDescription("Requests refused for who sent them: 401 (no or a bad token), 403 (not allowed), 429 (budget spent)"))
 )
 
-// countRefusal counts a 401, 403 or 429 answer of function fn.
-func countRefusal(ctx context.Context, fn string, status int) {
+// CountRefusal counts a 401, 403 or 429 answer of function fn (or of one
+// item of a batch).
+func CountRefusal(ctx context.Context, fn string, status int) {
 	switch status {
 	case 401, 403, 429:
 		refusals.Add(ctx, 1, metric.WithAttributes(attribute.String("function", fn), attribute.String("code", strconv.Itoa(status))))

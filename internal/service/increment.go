@@ -241,6 +241,7 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 	fail := func(i int, err error) {
 		d := httpapi.ErrorDetailOf(err)
 		results[i] = IncrementItemResult{Status: httpapi.Status(err), Error: &d}
+		httpapi.CountRefusal(ctx, req.Function, results[i].Status) // an item refused counts as a request would
 	}
 	var order []string
 	groups := map[string][]int{}

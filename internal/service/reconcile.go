@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -98,16 +99,22 @@ func (a *app) reconcileCounters(ctx context.Context, req *httpapi.Request) (int,
 }
 
 // reconcileOne reconciles a counter, or purges a deleted one, and counts
-// what it did in resp.
+// what it did in resp. What is left for later (a purge before purge_after,
+// a merge before merge_until) is marked in the activity index, for the
+// scheduled run to finish.
 func (a *app) reconcileOne(ctx context.Context, e firestoredb.SweepEntry, resp *ReconcileResponse) error {
 	ctx, cancel := a.call(ctx)
 	defer cancel()
 	o, err := a.roller.Heal(ctx, e.ID, e.Deleted)
-	if err == nil {
-		resp.add(o)
-		a.countCorrection(ctx, o)
+	if err != nil {
+		return err
 	}
-	return err
+	resp.add(o)
+	a.countCorrection(ctx, o)
+	if !o.Again.IsZero() {
+		return a.store.Rollups.Mark(ctx, e.ID, o.Again)
+	}
+	return nil
 }
 
 // call bounds one Firestore call of a long-running function.
@@ -116,7 +123,8 @@ func (a *app) call(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // reconcileActive is the scheduled run: the counters the activity index
-// marked since the last run (internal/activity), and only those.
+// marked since the last run (internal/activity), and only those. The
+// cursor is saved after every page.
 func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 	cctx, cancel := a.call(ctx)
 	cur, err := a.store.Rollups.LoadReconcileCursor(cctx)
@@ -124,10 +132,20 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// Markers written under other settings may lie where the last runs
+	// did not look (other shard values, a longer settling time): start
+	// over, visiting every marker once.
+	if config := a.activityConfig(); cur.ActiveConfig != config {
+		if cur.ActiveConfig != "" {
+			logging.FromContext(ctx).Warn("the activity index's settings changed: the scheduled runs visit every marker once",
+				"was", cur.ActiveConfig, "now", config)
+		}
+		cur.Active, cur.ActiveConfig = activity.Cursor{}, config
+	}
 	now := time.Now()
 	resp := ReconcileResponse{Mode: "active"}
 	var mu sync.Mutex
-	run := activity.Run{Source: a.store.Rollups, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
+	run := activity.Run{Source: boundedSource{a}, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
 		Heal: func(ctx context.Context, id string) (time.Time, error) {
 			ctx, cancel := a.call(ctx)
 			defer cancel()
@@ -145,18 +163,26 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 			resp.add(o)
 			a.countCorrection(ctx, o)
 			return o.Again, nil
+		},
+		Save: func(ctx context.Context, c activity.Cursor) error {
+			cur.Active = c
+			ctx, cancel := a.call(ctx)
+			defer cancel()
+			return a.store.Rollups.SaveActiveCursor(ctx, cur)
 		}}
 	until := now.Add(-a.cfg.ReconcileSettle())
 	res, err := run.Do(ctx, cur.Active, until, now.Add(a.cfg.ReconcileBudget))
 	if err != nil {
 		return 0, nil, err
 	}
-	cur.Active = res.Cursor
-	cctx, cancel = a.call(ctx)
-	err = a.store.Rollups.SaveReconcileCursor(cctx, cur)
-	cancel()
-	if err != nil {
-		return 0, nil, err
+	if res.Complete && cur.Active == (activity.Cursor{}) {
+		// Nothing marked yet: record the settings all the same.
+		cctx, cancel = a.call(ctx)
+		err = a.store.Rollups.SaveActiveCursor(cctx, cur)
+		cancel()
+		if err != nil {
+			return 0, nil, err
+		}
 	}
 	resp.Again, resp.PassComplete = res.Again, res.Complete
 	if res.Complete {
@@ -164,8 +190,30 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 	}
 	logging.FromContext(ctx).Info("reconcile run", "checked", resp.Checked, "corrected", resp.Corrected, "failed", resp.Failed,
 		"again", resp.Again, "audit_corrected", resp.Audited, "audit_drift", resp.Drift, "purged", resp.Purged,
-		"pass_complete", resp.PassComplete, "visited", res.Visited)
+		"pass_complete", resp.PassComplete, "visited", res.Visited, "unmarked", res.Failed)
 	return http.StatusOK, resp, nil
+}
+
+// activityConfig is what decides which markers a scheduled run reads: the
+// shard values writers spread them over, and how long they settle.
+func (a *app) activityConfig() string {
+	return fmt.Sprintf("shards=%d settle=%s", a.cfg.ActivityShards, a.cfg.ReconcileSettle())
+}
+
+// boundedSource is the activity index with each call bounded by
+// FIRESTORE_DEADLINE.
+type boundedSource struct{ a *app }
+
+func (b boundedSource) Markers(ctx context.Context, after activity.Cursor, until time.Time, limit int) ([]activity.Marker, bool, error) {
+	ctx, cancel := b.a.call(ctx)
+	defer cancel()
+	return b.a.store.Rollups.Markers(ctx, after, until, limit)
+}
+
+func (b boundedSource) Mark(ctx context.Context, id string, at time.Time) error {
+	ctx, cancel := b.a.call(ctx)
+	defer cancel()
+	return b.a.store.Rollups.Mark(ctx, id, at)
 }
 
 // sweep is the full audit ({"full": true}): every counter, in id order,
@@ -222,7 +270,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 			cur.After = page[len(page)-1].ID
 		}
 		cctx, cancel = a.call(ctx)
-		err = a.store.Rollups.SaveReconcileCursor(cctx, cur)
+		err = a.store.Rollups.SaveFullCursor(cctx, cur)
 		cancel()
 		if err != nil {
 			return 0, nil, err
