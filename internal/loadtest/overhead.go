@@ -49,7 +49,7 @@ func medianRate(runs []Report) float64 {
 // Markdown writes the report's table and verdict.
 func (r OverheadReport) Markdown(w io.Writer, command string) {
 	off, on := medianRate(r.Off), medianRate(r.On)
-	fmt.Fprintf(w, "**Telemetry's cost** (`%s`: a hot counter, 1 shard, c=64, %d alternating rounds each through a function server with telemetry off and one exporting traces and metrics to a local OTLP receiver; the median):\n\n", command, len(r.Off))
+	fmt.Fprintf(w, "**Telemetry's cost** (`%s`: a hot counter, 1 shard, c=64, %d alternating rounds each through a function server with telemetry off and one exporting traces and metrics to an OTLP receiver in another process; the median):\n\n", command, len(r.Off))
 	fmt.Fprintln(w, "| telemetry | inc/s (median) | rounds | exact |")
 	fmt.Fprintln(w, "|---|---:|---|---|")
 	for _, side := range []struct {
