@@ -214,3 +214,19 @@ func TestAUsersLikesAreOneQuery(t *testing.T) {
 		t.Errorf("dave's likes, newest first: %d %v", resp.StatusCode, liked)
 	}
 }
+
+// TestAnUnlikeOfANeverLikedPostCreatesNothing: an unlike (with its key)
+// of a post nobody liked changes nothing and leaves no document behind.
+func TestAnUnlikeOfANeverLikedPostCreatesNothing(t *testing.T) {
+	post := "likes:never-" + run
+	r := call(t, user(t, "unliker"), "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"delta":-1,"idempotency_key":"k1"}`, post))
+	if r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"changed":false`)) {
+		t.Fatalf("the unlike: %s", r)
+	}
+	if _, err := testenv.Firestore(t, project).Doc("counters/" + post).Get(t.Context()); err == nil {
+		t.Error("after an unlike of a post nobody liked, its counter document exists")
+	}
+	if left := testenv.Dump(t, testenv.Firestore(t, project), "counters/"+post); len(left) != 0 {
+		t.Errorf("documents under it: %v", left)
+	}
+}

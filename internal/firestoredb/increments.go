@@ -253,6 +253,12 @@ func (p *incrementCommit) writes() []*pb.Write {
 		}
 		writes = append([]*pb.Write{withTraceparent(p.s.shardWrite(p.c.ID, p.shard, change), p.span)}, writes...)
 	}
+	if p.creates() && len(writes) == 0 {
+		// An unlike of a counter nobody used changes nothing: it creates
+		// nothing either, not even its key's record (a retry finds the
+		// same nothing).
+		return nil
+	}
 	writes = append(writes, p.keyWrites()...)
 	// The activity index, in this commit when the instance has not
 	// marked the counter lately (internal/activity).
