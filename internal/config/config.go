@@ -150,7 +150,7 @@ type Setting struct {
 var databaseID = regexp.MustCompile(`^[a-z][a-z0-9-]{2,61}[a-z0-9]$`)
 
 // Settings lists every environment variable the functions read.
-var Settings = []Setting{
+var Settings = append([]Setting{
 	{"GOOGLE_CLOUD_PROJECT", "", "Project id; detected on Google Cloud (`GCLOUD_PROJECT` is read when it is unset). Required with the emulators (use a `demo-` id).", Platform,
 		func(c *Config, v string) error { c.ProjectID = v; return nil }},
 	{"GCLOUD_PROJECT", "", "Older name of `GOOGLE_CLOUD_PROJECT`, read only when that is unset.", Platform,
@@ -319,27 +319,7 @@ var Settings = []Setting{
 			}
 			return nil
 		}},
-	// OpenTelemetry's own (internal/telemetry reads them through the SDK);
-	// declared here so the deploy passes them on and this table lists them.
-	otel("OTEL_EXPORTER_OTLP_ENDPOINT", "Where traces and metrics go, over OTLP/HTTP (`https://telemetry.googleapis.com` on Google Cloud); set, it turns telemetry on. See docs/operations/observability.md."),
-	otel("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "The traces' OTLP endpoint, when it differs (set alone: traces only)."),
-	otel("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "The metrics' OTLP endpoint, when it differs (set alone: metrics only)."),
-	{"OTEL_EXPORTER_OTLP_HEADERS", "", "Headers of every export (`key=value,…`), for a backend that wants a key: deployed, the name of the Secret Manager secret holding them (the deploy passes it with --set-secrets, never as a value).", Secret,
-		func(*Config, string) error { return nil }},
-	otel("OTEL_SDK_DISABLED", "`true` turns telemetry off, whatever else is set."),
-	otel("OTEL_TRACES_SAMPLER", "Sampler of new traces (default `parentbased_always_on`)."),
-	otel("OTEL_TRACES_SAMPLER_ARG", "Its argument, e.g. `0.1` for `parentbased_traceidratio`."),
-	otel("OTEL_METRIC_EXPORT_INTERVAL", "Milliseconds between metric exports (default 60000)."),
-	otel("OTEL_BSP_SCHEDULE_DELAY", "Milliseconds between span exports (default 5000)."),
-	otel("OTEL_RESOURCE_ATTRIBUTES", "Extra resource attributes (`key=value,…`)."),
-	otel("OTEL_SERVICE_NAME", "The service name of the exports (default: the function's name)."),
-}
-
-// otel declares one of OpenTelemetry's standard variables: deployed as
-// given, read by its SDK.
-func otel(name, meaning string) Setting {
-	return Setting{name, "", meaning, Deployed, func(*Config, string) error { return nil }}
-}
+}, otelSettings...)
 
 // FromEnv reads and validates the configuration; getenv is usually
 // os.Getenv. The error lists every invalid setting; the configuration is
@@ -398,37 +378,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 // may run.
 const MaxEventTimeout = 540 * time.Second
 
-// RollupWork bounds one roll-up event's work: a slot's holder sleeps up
-// to a cadence, then makes a few Firestore calls.
-func (c Config) RollupWork() time.Duration { return 3*c.RollupCadence + 2*c.FirestoreDeadline }
-
-// RollupTimeout is rollupCounter's deployed timeout: its work, and a
-// margin to answer.
-func (c Config) RollupTimeout() time.Duration { return c.RollupWork() + 30*time.Second }
-
-// ActivityEvery is how often an instance marks a counter it writes in the
-// activity index (docs/design/rollup.md): ten cadences, so a counter hot
-// on many instances takes few writes a second on its one marker.
-func (c Config) ActivityEvery() time.Duration { return 10 * c.RollupCadence }
-
-// ReconcileSettle is how long after its marker the scheduled reconcile
-// visits a counter: longer than an instance marks it after a write
-// (ActivityEvery), plus clock skew and a commit's time, so every write is
-// in the sum the visit reads, and the roll-up has had its turn.
-func (c Config) ReconcileSettle() time.Duration {
-	return 2*c.ActivityEvery() + c.FirestoreDeadline + time.Second
-}
-
-// ReconcileWork bounds one reconcileCounters run: its budget, then saving
-// its cursor.
-func (c Config) ReconcileWork() time.Duration { return c.ReconcileBudget + c.FirestoreDeadline }
-
-// ReconcileTimeout is reconcileCounters' deployed timeout and its Cloud
-// Scheduler job's attempt deadline, so neither cuts a run short.
-func (c Config) ReconcileTimeout() time.Duration {
-	return c.ReconcileBudget + 2*c.FirestoreDeadline + 30*time.Second
-}
-
 // MarkdownTable renders Settings as the README's table.
 func MarkdownTable() string {
 	var b strings.Builder
@@ -441,43 +390,4 @@ func MarkdownTable() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", s.Name, def, s.Doc)
 	}
 	return b.String()
-}
-
-func durationIn(field func(*Config) *time.Duration, lo, hi time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("must be a Go duration such as 1s or 250ms, got %q", v)
-		}
-		if d < lo || d > hi {
-			return fmt.Errorf("must be between %s and %s, got %s", lo, hi, d)
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-func intIn(field func(*Config) *int, lo, hi int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			return fmt.Errorf("must be an integer between %d and %d, got %q", lo, hi, v)
-		}
-		*field(c) = n
-		return nil
-	}
-}
-
-func onOff(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		switch strings.ToLower(v) {
-		case "on":
-			*field(c) = true
-		case "off":
-			*field(c) = false
-		default:
-			return fmt.Errorf("must be \"on\" or \"off\", got %q", v)
-		}
-		return nil
-	}
 }

@@ -1,8 +1,13 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +16,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/rollup"
+	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
 // changes counts increments and likes by outcome
@@ -48,4 +54,37 @@ func countChange(ctx context.Context, like bool, r firestoredb.IncrementResult, 
 		outcome = "unchanged"
 	}
 	changes.Add(ctx, 1, metric.WithAttributes(attribute.Bool("like", like), attribute.String("outcome", outcome)))
+}
+
+// startTelemetry turns OpenTelemetry on when the OTEL_* settings ask for
+// it (internal/telemetry). Deployed, it flushes what is buffered when the
+// platform stops the instance (SIGTERM), then exits as it would have.
+func (s *Server) startTelemetry() {
+	shutdown, err := telemetry.Setup(context.Background(), cmp.Or(s.getenv("K_SERVICE"), s.getenv("FUNCTION_TARGET"), "shardcount"), s.getenv)
+	if err != nil {
+		s.log.Error("telemetry is off: its settings are refused", "error", err.Error())
+		return
+	}
+	s.shutdownTelemetry = shutdown
+	if !telemetry.Enabled(s.getenv) || s.getenv("K_SERVICE") == "" {
+		return
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	go func() {
+		<-stop
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shutdown(ctx)
+		os.Exit(0)
+	}()
+}
+
+// Shutdown flushes the telemetry buffered, for a caller that stops the
+// server itself (deployed, SIGTERM does it).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.shutdownTelemetry == nil {
+		return nil
+	}
+	return s.shutdownTelemetry(ctx)
 }
