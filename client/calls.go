@@ -109,13 +109,11 @@ type Ranking struct {
 // Top ranks counters of window (minute, hour, day, last_hour, last_day,
 // all), of kind when not "", limit of them (0: the default).
 func (c *Client) Top(ctx context.Context, window, kind string, limit int) (Ranking, error) {
-	body := map[string]any{"window": window}
-	if limit > 0 {
-		body["limit"] = limit
-	}
-	if kind != "" {
-		body["kind"] = kind
-	}
+	body := struct {
+		Window string `json:"window"`
+		Kind   string `json:"kind,omitempty"`
+		Limit  int    `json:"limit,omitempty"` // 0: the function's default
+	}{window, kind, limit}
 	var out Ranking
 	err := c.Call(ctx, http.MethodGet, "topCounters", body, &out)
 	return out, err
@@ -133,13 +131,11 @@ type Members struct {
 // ListMembers pages through unique counter id's members ("who liked this
 // post"), after pageToken ("" for the first page).
 func (c *Client) ListMembers(ctx context.Context, id, pageToken string, limit int) (Members, error) {
-	body := map[string]any{"counter_id": id}
-	if limit > 0 {
-		body["limit"] = limit
-	}
-	if pageToken != "" {
-		body["page_token"] = pageToken
-	}
+	body := struct {
+		CounterID string `json:"counter_id"`
+		PageToken string `json:"page_token,omitempty"`
+		Limit     int    `json:"limit,omitempty"`
+	}{id, pageToken, limit}
 	var out Members
 	err := c.Call(ctx, http.MethodGet, "listMembers", body, &out)
 	return out, err
