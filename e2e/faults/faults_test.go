@@ -242,12 +242,16 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 	}
 	emu.Start()
 	// gRPC reconnects with a backoff capped at 5 s (firestoredb.Open).
+	// A create that timed out may still have committed (its outcome is
+	// unknown), so after such an answer ALREADY_EXISTS is the create's own.
 	restarted := time.Now()
+	unknown := false
 	for {
 		status, body, err := send(http.DefaultClient, "createCounter", `{"counter_id":"after-restart","num_shards":3}`, "")
-		if err == nil && status == http.StatusCreated {
+		if err == nil && (status == http.StatusCreated || unknown && status == http.StatusConflict) {
 			break
 		}
+		unknown = unknown || err != nil || status == http.StatusServiceUnavailable
 		if time.Since(restarted) > 10*time.Second {
 			t.Fatalf("10 s after Firestore came back, createCounter still answers %d %s %v", status, body, err)
 		}
