@@ -12,7 +12,8 @@
 # test skips and says why).
 #
 # Extra arguments go to `go test` (default ./...); a package path is
-# relative to where you run the script.
+# relative to where you run the script. TEST_FORMAT=standard-verbose shows
+# every test's log, passing ones too (a gotestsum format).
 set -euo pipefail
 unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 caller=$PWD
@@ -112,13 +113,13 @@ args=("$@")
 (while sleep 20; do echo "  … tests still running ($((SECONDS - started)) s)"; done) &
 heartbeat=$!
 status=0
-go run gotest.tools/gotestsum@v1.13.0 --format testname --hide-summary=skipped -- \
+go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
   -race -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" "${args[@]}" || status=$?
 if [ "$status" = 0 ] && [ $# -eq 0 ]; then
   # The core suite once more with the counters in a named database: the
   # functions, the trigger's registration and the tests' own reads use it.
   step "the e2e suite on a named database (FIRESTORE_DATABASE=shardcount-named)"
-  FIRESTORE_DATABASE=shardcount-named go run gotest.tools/gotestsum@v1.13.0 --format testname --hide-summary=skipped -- \
+  FIRESTORE_DATABASE=shardcount-named go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
     -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./e2e || status=$?
 fi
 kill "$heartbeat" 2>/dev/null || true

@@ -25,37 +25,49 @@ import (
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
-// recipe is the js block of docs/guides/likes.md marked as the recipe.
-var recipe = regexp.MustCompile("(?s)<!-- recipe: received -->\n```js\n(.*?)```")
-
-// node runs node.mjs in an app that installed the client, beside the
-// likes guide's recipe.
-func node(t *testing.T, app string, env ...string) string {
+// block is the code block in lang of the doc at path marked <!-- mark -->.
+func block(t *testing.T, path, mark, lang string) []byte {
 	t.Helper()
-	script, err := os.ReadFile("node.mjs")
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	guide, err := os.ReadFile("../../docs/guides/likes.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := recipe.FindSubmatch(guide)
+	m := regexp.MustCompile("(?s)<!-- " + regexp.QuoteMeta(mark) + " -->\n```" + lang + "\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatal("docs/guides/likes.md has no js block marked <!-- recipe: received -->")
+		t.Fatalf("%s has no %s block marked <!-- %s -->", path, lang, mark)
 	}
-	for name, b := range map[string][]byte{"node.mjs": script, "recipe.mjs": m[1]} {
+	return m[1]
+}
+
+// node runs script in Node in an app that installed the client, with
+// files (the docs' blocks it imports) beside it.
+func node(t *testing.T, app, script string, files map[string][]byte, env ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[script] = b
+	if files["connect.mjs"], err = os.ReadFile("connect.mjs"); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(app, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("node", "node.mjs")
+	cmd := exec.Command("node", script)
 	cmd.Dir, cmd.Env = app, append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
+		t.Fatalf("node %s: %v\n%s", script, err, out)
 	}
 	return string(out)
+}
+
+// recipe is docs/guides/likes.md's recipe, as node.mjs imports it.
+func recipe(t *testing.T) map[string][]byte {
+	return map[string][]byte{"recipe.mjs": block(t, "../../docs/guides/likes.md", "recipe: received", "js")}
 }
 
 func TestTheWebClient(t *testing.T) {
@@ -66,8 +78,10 @@ func TestTheWebClient(t *testing.T) {
 	env := []string{"PROJECT=demo-shardcount", "RUN=" + run, "AUTH_EMULATOR=" + dev.AuthHost(),
 		"FIRESTORE=" + dev.FirestoreHost()}
 
+	t.Run("the newcomer's scenario", func(t *testing.T) { newcomersScenario(t, app, dev, env) })
+
 	t.Run("against dev.sh", func(t *testing.T) {
-		out := node(t, app, append(env, "FUNCTIONS="+strings.TrimPrefix(dev.Functions(), "http://"))...)
+		out := node(t, app, "node.mjs", recipe(t), append(env, "FUNCTIONS="+strings.TrimPrefix(dev.Functions(), "http://"))...)
 		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history"} {
 			if !strings.Contains(out, line) {
 				t.Errorf("no %q:\n%s", line, out)
@@ -117,7 +131,7 @@ func TestTheWebClient(t *testing.T) {
 			}
 		}))
 		defer stand.Close()
-		out := node(t, app, append(env, "MODE=retry", "RUN="+run+"-retry", "FUNCTIONS="+strings.TrimPrefix(stand.URL, "http://"))...)
+		out := node(t, app, "node.mjs", recipe(t), append(env, "MODE=retry", "RUN="+run+"-retry", "FUNCTIONS="+strings.TrimPrefix(stand.URL, "http://"))...)
 		if !strings.Contains(out, "retried [1000,3000,600], replayed") || !strings.Contains(out, "not retried functions/invalid-argument, with its key") {
 			t.Errorf("the client's waits and refusals:\n%s", out)
 		}

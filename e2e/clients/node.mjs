@@ -6,26 +6,11 @@
 // they say and send the same data (the same key) each time, retry a like
 // whose answer was lost (a replay), and not retry an invalid-argument. Each check prints a line; the Go test reads them.
 import assert from "node:assert/strict";
-import { initializeApp } from "firebase/app";
-import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
-import { getFirestore, connectFirestoreEmulator } from "firebase/firestore";
-import { getFunctions, connectFunctionsEmulator } from "firebase/functions";
+import { signInAnonymously } from "firebase/auth";
 import { shardcount } from "shardcount-client";
+import { env, connect } from "./connect.mjs";
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run this through go test ./e2e/clients`);
-  return v;
-};
-const app = initializeApp({ projectId: env("PROJECT"), apiKey: "demo-api-key" });
-const auth = getAuth(app);
-connectAuthEmulator(auth, `http://${env("AUTH_EMULATOR")}`, { disableWarnings: true });
-const db = getFirestore(app);
-const [fsHost, fsPort] = env("FIRESTORE").split(":");
-connectFirestoreEmulator(db, fsHost, Number(fsPort));
-const functions = getFunctions(app);
-const [fnHost, fnPort] = env("FUNCTIONS").split(":");
-connectFunctionsEmulator(functions, fnHost, Number(fnPort));
+const { auth, db, functions } = connect("[DEFAULT]");
 const waits = [];
 const sc = shardcount({ functions, firestore: db, sleep: async (ms) => { waits.push(ms); } });
 const user = await signInAnonymously(auth);
