@@ -131,7 +131,7 @@ const allowedHeaders = "Authorization, Content-Type, Idempotency-Key, X-Firebase
 func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx := logging.NewContext(r.Context(), e.Logger.With(attrsAny(logging.TraceAttrs(r, e.ProjectID))...))
+		ctx := logging.NewContext(r.Context(), e.Logger, attrsAny(logging.TraceAttrs(r, e.ProjectID))...)
 		r = r.WithContext(ctx)
 		req := &Request{Function: ep.Name, HTTP: r, header: w.Header()}
 
@@ -139,6 +139,12 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 		CountRefusal(ctx, ep.Name, status)
 
 		level := slog.LevelInfo
+		if err != nil && status >= 500 {
+			level = slog.LevelError
+		}
+		if !logging.Enabled(ctx, level) {
+			return
+		}
 		attrs := []slog.Attr{
 			slog.String("function", ep.Name),
 			slog.Int("status", status),
@@ -149,9 +155,6 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 		}
 		if err != nil {
 			attrs = append(attrs, slog.String("error", err.Error()))
-			if status >= 500 {
-				level = slog.LevelError
-			}
 		}
 		attrs = append(attrs, slog.Group("httpRequest",
 			slog.String("requestMethod", r.Method),

@@ -139,16 +139,19 @@ type ctxKey struct{}
 // scope is the logger of one request or event. Handlers annotate it as they
 // learn who the request is about (Annotate), and the request's closing log
 // line is written through it, so every line of the request carries the same
-// attributes.
+// attributes. The attributes are given to the logger only when a line is
+// written: at a level that writes none, a request formats nothing.
 type scope struct {
-	mu  sync.Mutex
-	log *slog.Logger
+	mu      sync.Mutex
+	log     *slog.Logger
+	pending []any // given to log at the next FromContext
 }
 
-// NewContext returns a context whose logger is l; FromContext returns it and
+// NewContext returns a context whose logger is l with args (key-value
+// pairs, as slog.Logger.With takes them); FromContext returns it and
 // Annotate adds to it.
-func NewContext(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &scope{log: l})
+func NewContext(ctx context.Context, l *slog.Logger, args ...any) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &scope{log: l, pending: args})
 }
 
 // FromContext returns the logger of ctx, with every annotation made so far,
@@ -157,9 +160,23 @@ func FromContext(ctx context.Context) *slog.Logger {
 	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if len(s.pending) > 0 {
+			s.log, s.pending = s.log.With(s.pending...), nil
+		}
 		return s.log
 	}
 	return slog.Default()
+}
+
+// Enabled reports whether the logger of ctx writes lines at level, without
+// formatting its annotations.
+func Enabled(ctx context.Context, level slog.Level) bool {
+	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.log.Enabled(ctx, level)
+	}
+	return slog.Default().Enabled(ctx, level)
 }
 
 // Annotate adds attributes (key-value pairs, as slog.Logger.With takes them)
@@ -167,7 +184,7 @@ func FromContext(ctx context.Context) *slog.Logger {
 func Annotate(ctx context.Context, args ...any) {
 	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
 		s.mu.Lock()
-		s.log = s.log.With(args...)
+		s.pending = append(s.pending, args...)
 		s.mu.Unlock()
 	}
 }

@@ -41,11 +41,14 @@ const maxEventBody = 1 << 20
 func (s *Server) eventHandler(spec Spec) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx := logging.NewContext(r.Context(), s.log.With("function", spec.Name))
+		ctx := logging.NewContext(r.Context(), s.log, "function", spec.Name)
 		status, err := s.receive(ctx, w, r, spec)
 		level := slog.LevelDebug
 		if status >= 400 || err != nil {
 			level = slog.LevelError // with its cause: the event is redelivered (5xx) or dropped (4xx)
+		}
+		if !logging.Enabled(ctx, level) {
+			return
 		}
 		attrs := []slog.Attr{slog.Int("status", status), slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000)}
 		if err != nil {

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-
 	"github.com/shardcount/shardcount/internal/auth"
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/errs"
@@ -125,8 +123,8 @@ func (s *Server) setup() {
 			h := s.handler(spec)
 			if telemetry.Enabled(s.getenv) {
 				// The request's span, continuing the caller's trace, and
-				// the standard HTTP server metrics.
-				h = otelhttp.NewHandler(h, spec.Name).ServeHTTP
+				// the standard HTTP server metric.
+				h = telemetry.Serve(spec.Name, h)
 			}
 			s.routes[spec.Name] = h
 		}

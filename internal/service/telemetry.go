@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,7 +54,21 @@ func countChange(ctx context.Context, like bool, r firestoredb.IncrementResult, 
 	case like && !r.Changed:
 		outcome = "unchanged"
 	}
-	changes.Add(ctx, 1, metric.WithAttributes(attribute.Bool("like", like), attribute.String("outcome", outcome)))
+	key := changeKey{like, outcome}
+	o, ok := changeAttributes.Load(key)
+	if !ok {
+		o, _ = changeAttributes.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attribute.Bool("like", like), attribute.String("outcome", outcome))))
+	}
+	changes.Add(ctx, 1, o.(metric.AddOption))
+}
+
+// changeAttributes keeps the attributes of each outcome (a few dozen),
+// built once rather than on every increment.
+var changeAttributes sync.Map
+
+type changeKey struct {
+	like    bool
+	outcome string
 }
 
 // startTelemetry turns OpenTelemetry on when the OTEL_* settings ask for

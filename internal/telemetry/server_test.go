@@ -1,0 +1,86 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// TestServeContinuesTheCallersTrace runs Serve with the SDK's own
+// providers: the span continues the caller's traceparent, says the
+// function and status and nothing of the caller, and the duration metric
+// is by function and status, with a made-up method folded into _OTHER.
+func TestServeContinuesTheCallersTrace(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	reader := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(CloudTraceContext{}, propagation.TraceContext{}))
+
+	h := Serve("incrementCounter", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "BREW" {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.WriteHeader(http.StatusOK) // a second WriteHeader changes nothing
+	})
+	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	r := httptest.NewRequest(http.MethodPost, "/incrementCounter", strings.NewReader("{}"))
+	r.Header.Set("traceparent", "00-"+traceID+"-"+parent+"-01")
+	r.Header.Set("User-Agent", "secret-agent")
+	h(httptest.NewRecorder(), r)
+	for i := range 3 {
+		h(httptest.NewRecorder(), httptest.NewRequest("BREW", "/incrementCounter?"+strings.Repeat("x", i), nil))
+	}
+
+	ended := spans.Ended()
+	if len(ended) != 4 {
+		t.Fatalf("%d spans, want 4", len(ended))
+	}
+	s := ended[0]
+	if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != parent || s.Name() != "incrementCounter" {
+		t.Errorf("span %s in trace %s under %s, want incrementCounter in %s under %s", s.Name(), s.SpanContext().TraceID(), s.Parent().SpanID(), traceID, parent)
+	}
+	got := map[attribute.Key]string{}
+	for _, a := range s.Attributes() {
+		got[a.Key] = a.Value.String()
+	}
+	if got["http.response.status_code"] != "503" || got["http.route"] != "incrementCounter" || got["http.request.method"] != "POST" || len(got) != 3 {
+		t.Errorf("span attributes %v, want the method, the route and 503 only", got)
+	}
+	if s.Status().Code.String() != "Error" {
+		t.Errorf("a 503's span status is %v", s.Status())
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "http.server.request.duration" {
+				continue
+			}
+			for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				method, _ := p.Attributes.Value("http.request.method")
+				status, _ := p.Attributes.Value("http.response.status_code")
+				counts[method.String()+" "+status.String()] += p.Count
+			}
+		}
+	}
+	if len(counts) != 2 || counts["POST 503"] != 1 || counts["_OTHER 405"] != 3 {
+		t.Errorf("http.server.request.duration counts %v, want POST 503: 1 and _OTHER 405: 3", counts)
+	}
+}
