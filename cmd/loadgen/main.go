@@ -137,7 +137,7 @@ func run(ctx context.Context, f flags, scenario string) error {
 		}
 		o := opts
 		o.Concurrency = 64
-		r, err := loadtest.Overhead(ctx, loadtest.NewFunctions([]string{f.url}, nil, 64), loadtest.NewFunctions([]string{f.otelURL}, nil, 64), o, 1, 3)
+		r, err := loadtest.Overhead(ctx, loadtest.NewFunctions([]string{f.url}, nil, 64), loadtest.NewFunctions([]string{f.otelURL}, nil, 64), o, 1, 6)
 		var md strings.Builder
 		r.Markdown(&md, strings.TrimSpace(os.Getenv("BENCH_COMMAND")+" scripts/bench-telemetry.sh"))
 		fmt.Print(md.String())

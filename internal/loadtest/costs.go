@@ -24,6 +24,9 @@ type Cost struct {
 	RollupAggregations int64 `json:"rollup_aggregations"`
 	RollupCommits      int64 `json:"rollup_commits"`
 	RollupWrites       int64 `json:"rollup_writes"`
+	// ServerCPUPerIncrement is the function server's CPU time over the
+	// run (its strong reads included), per increment, in µs.
+	ServerCPUPerIncrement float64 `json:"server_cpu_us_per_increment"`
 }
 
 // statser is a target whose server reports what it counts.
@@ -43,6 +46,7 @@ func costOf(before, after service.Stats, increments int64) *Cost {
 	if increments > 0 {
 		c.CommitsPerIncrement = float64(c.Commits) / float64(increments)
 		c.RollupEventsPerIncrement = float64(c.RollupEvents) / float64(increments)
+		c.ServerCPUPerIncrement = (after.CPUSeconds - before.CPUSeconds) * 1e6 / float64(increments)
 	}
 	return c
 }

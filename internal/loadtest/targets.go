@@ -124,6 +124,7 @@ func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
 		}
 		total.RollupEvents += s.RollupEvents
 		total.RSSBytes = max(total.RSSBytes, s.RSSBytes)
+		total.CPUSeconds += s.CPUSeconds
 		for label, o := range s.Firestore {
 			t := total.Firestore[label]
 			t.Commits += o.Commits

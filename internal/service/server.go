@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -344,6 +341,9 @@ type Stats struct {
 	RollupEvents int64                           `json:"rollup_events"`
 	// RSSBytes is the process's resident memory (Linux), for soak tests.
 	RSSBytes int64 `json:"rss_bytes"`
+	// CPUSeconds is the CPU time the process has used (user and system),
+	// for what a feature costs per request.
+	CPUSeconds float64 `json:"cpu_seconds"`
 	// UnbudgetedReads are reads no caller's budget paid for: always 0
 	// (internal/ledger).
 	UnbudgetedReads int64 `json:"unbudgeted_reads"`
@@ -353,7 +353,7 @@ type Stats struct {
 
 // Stats returns the counts so far (zero before the first request).
 func (s *Server) Stats() Stats {
-	st := Stats{RSSBytes: rss(), UnbudgetedReads: ledger.Unbudgeted()}
+	st := Stats{RSSBytes: rss(), CPUSeconds: cpuSeconds(), UnbudgetedReads: ledger.Unbudgeted()}
 	if s.edge != nil && s.edge.AppCheck != nil {
 		st.AppCheck = s.edge.AppCheck.Outcomes()
 	}
@@ -364,20 +364,6 @@ func (s *Server) Stats() Stats {
 		st.Firestore, st.RollupEvents = a.db.Stats(), a.rollupEvents.Load()
 	}
 	return st
-}
-
-// rss reads the resident set size from /proc/self/statm; 0 elsewhere.
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
 }
 
 // StatsHandler serves Stats as JSON: what load tests read to report
