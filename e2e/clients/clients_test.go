@@ -7,6 +7,7 @@
 package clients
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -70,10 +71,29 @@ func recipe(t *testing.T) map[string][]byte {
 	return map[string][]byte{"recipe.mjs": block(t, "../../docs/guides/likes.md", "recipe: received", "js")}
 }
 
+// kinds are the social app guide's kinds, and the likes guide's recipe's.
+func kinds(t *testing.T) string {
+	guide, err := os.ReadFile("../../docs/guides/social-app.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`COUNTER_KINDS='(.*)'`).FindSubmatch(guide)
+	if m == nil {
+		t.Fatal("docs/guides/social-app.md declares no COUNTER_KINDS")
+	}
+	var k map[string]json.RawMessage
+	if err := json.Unmarshal(m[1], &k); err != nil {
+		t.Fatalf("the social app guide's kinds: %v", err)
+	}
+	k["received"] = json.RawMessage(`{"decrement": "users"}`)
+	b, _ := json.Marshal(k)
+	return string(b)
+}
+
 func TestTheWebClient(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	app := testenv.WebClientApp(t, root) // scripts/build-client.sh's package, type-checked and bundled
-	dev := testenv.StartDev(t, root, "AUTH=required", `COUNTER_KINDS={"likes": {"unique": true}, "views": {}, "received": {"decrement": "users"}}`)
+	dev := testenv.StartDev(t, root, "AUTH=required", "COUNTER_KINDS="+kinds(t))
 	run := fmt.Sprint(time.Now().UnixNano())
 	env := []string{"PROJECT=demo-shardcount", "RUN=" + run, "AUTH_EMULATOR=" + dev.AuthHost(),
 		"FIRESTORE=" + dev.FirestoreHost()}

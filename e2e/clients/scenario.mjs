@@ -90,12 +90,13 @@ console.log(`counts: ${users * posts.length} of ${users * posts.length} right`);
 // right); scenario_test.go reads its document with the server SDK.
 const wrongHearts = () => people.flatMap((p) => posts.filter((post) => p.shown[post]?.liked !== p.liked.has(post)).map((post) => ({ p, post })));
 for (let waited = 0; wrongHearts().length && waited < 10_000; waited += 250) await new Promise((resolve) => setTimeout(resolve, 250));
-for (const { p, post } of wrongHearts()) {
+const wrong = wrongHearts();
+for (const { p, post } of wrong) {
   const { member } = await p.sc.call("getCounter", { counter_id: `likes:${post}`, consistency: "strong" });
   assert.equal(member, p.liked.has(post), `the function's answer of ${p.uid}'s like of ${post}`);
-  console.log(`listener wrong: ${JSON.stringify({ uid: p.uid, post, shown: p.shown[post].liked, liked: member })}`);
+  console.log(`listener wrong: ${JSON.stringify({ uid: p.uid, post, shown: p.shown[post]?.liked, liked: member })}`);
 }
-console.log(`hearts: ${users * posts.length - wrongHearts().length} of ${users * posts.length} right`);
+console.log(`hearts: ${users * posts.length - wrong.length} of ${users * posts.length} right`);
 
 const ranked = posts.filter((post) => likes[post] > 0);
 await until("trending", async () => {

@@ -58,13 +58,17 @@ func newcomersScenario(t *testing.T, app string, dev *testenv.Dev, env []string)
 	stand, calls := unreliable(t, dev.Functions())
 	out := node(t, app, "scenario.mjs", map[string][]byte{"app.mjs": client},
 		append(env, "SEED="+seed, "POSTS="+strings.Join(posts, ","), "FUNCTIONS="+strings.TrimPrefix(stand, "http://"))...)
-	for _, line := range []string{"counts: 100 of 100 right", "hearts: ", "trending: the likes of the last hour", "views: 20 a post"} {
+	for _, line := range []string{"counts: 100 of 100 right", "trending: the likes of the last hour", "views: 20 a post"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("no %q:\n%s", line, out)
 		}
 	}
+	// The emulator's fault, as the guides describe it: a few listeners in
+	// 100, each showing a present document as absent.
 	wrong := wrongListeners(t, db, out)
-	if wrong > 0 {
+	if right := fmt.Sprintf("hearts: %d of 100 right", 100-wrong); wrong > 10 || !strings.Contains(out, right) {
+		t.Errorf("want %q, with at most 10 listeners wrong (%d):\n%s", right, wrong, out)
+	} else if wrong > 0 {
 		t.Logf("%d of 100 heart listeners ended wrong, the emulator's fault (docs/guides/likes.md, \"Listeners on the emulator\"): "+
 			"each one's document and the function's answer are right", wrong)
 	}
@@ -96,8 +100,9 @@ func wrongListeners(t *testing.T, db *firestore.Client, out string) int {
 		if status.Code(err) != codes.NotFound && err != nil {
 			t.Fatal(err)
 		}
-		if snap.Exists() != w.Liked || w.Shown == w.Liked {
-			t.Errorf("%s's like of %s: the listener showed %v, the function says %v, the document exists: %v", w.UID, w.Post, w.Shown, w.Liked, snap.Exists())
+		if snap.Exists() != w.Liked || w.Shown || !w.Liked {
+			t.Errorf("%s's like of %s: the listener showed %v, the function says %v, the document exists: %v; "+
+				"only a present document shown absent is the emulator's known fault", w.UID, w.Post, w.Shown, w.Liked, snap.Exists())
 		}
 		n++
 	}

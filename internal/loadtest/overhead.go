@@ -72,17 +72,27 @@ func median(runs []Report, of func(Report) float64) float64 {
 	for i, r := range runs {
 		values[i] = of(r)
 	}
+	return middle(values)
+}
+
+// middle is the median of values (sorted in place): the mean of the two
+// middle ones when their number is even.
+func middle(values []float64) float64 {
 	slices.Sort(values)
-	if len(values) == 0 {
+	n := len(values)
+	switch {
+	case n == 0:
 		return 0
+	case n%2 == 0:
+		return (values[n/2-1] + values[n/2]) / 2
 	}
-	return values[len(values)/2]
+	return values[n/2]
 }
 
 // Markdown writes the report's table and verdict.
 func (r OverheadReport) Markdown(w io.Writer, command string) {
 	off, on := medianRate(r.Off), medianRate(r.On)
-	fmt.Fprintf(w, "**Telemetry's cost** (`%s`: a hot counter, 1 shard, c=64, through a function server with telemetry off and one exporting traces and metrics to an OTLP receiver in another process; a warm-up round each, then %d rounds each, in pairs alternating off-on, on-off; the medians):\n\n", command, len(r.Off))
+	fmt.Fprintf(w, "**Telemetry's cost** (`%s`: a hot counter, 1 shard, c=64, through a function server with telemetry off and one exporting traces and metrics to an OTLP receiver in a third process; a warm-up round each, then %d rounds each, in pairs alternating off-on, on-off; the medians):\n\n", command, len(r.Off))
 	fmt.Fprintln(w, "| telemetry | inc/s (median) | rounds | server CPU per increment (median) | exact |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---|")
 	for _, side := range []struct {
@@ -104,11 +114,7 @@ func (r OverheadReport) Markdown(w io.Writer, command string) {
 	for i := range ratios {
 		ratios[i] = r.On[i].Throughput / max(r.Off[i].Throughput, 1)
 	}
-	slices.Sort(ratios)
-	lower := 0.0
-	if len(ratios) > 0 {
-		lower = 100 * (1 - ratios[len(ratios)/2])
-	}
+	lower := 100 * (1 - middle(ratios))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | this run | |")
 	fmt.Fprintln(w, "|---|---|---|")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,8 +140,9 @@ type ctxKey struct{}
 // scope is the logger of one request or event. Handlers annotate it as they
 // learn who the request is about (Annotate), and the request's closing log
 // line is written through it, so every line of the request carries the same
-// attributes. The attributes are given to the logger only when a line is
-// written: at a level that writes none, a request formats nothing.
+// attributes. The attributes are given to the logger (which formats them)
+// only when a line is written: at a level that writes none, a request
+// formats none of them.
 type scope struct {
 	mu      sync.Mutex
 	log     *slog.Logger
@@ -151,7 +153,7 @@ type scope struct {
 // pairs, as slog.Logger.With takes them); FromContext returns it and
 // Annotate adds to it.
 func NewContext(ctx context.Context, l *slog.Logger, args ...any) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &scope{log: l, pending: args})
+	return context.WithValue(ctx, ctxKey{}, &scope{log: l, pending: slices.Clip(args)}) // Annotate's appends must not write into the caller's array
 }
 
 // FromContext returns the logger of ctx, with every annotation made so far,

@@ -20,24 +20,30 @@ import (
 // attributes for every span whether sampled or not, and it records each
 // caller's address and user agent, which a function answering the public
 // should not keep. A function needs only what follows.
-var (
-	serverTracer = otel.Tracer("github.com/shardcount/shardcount/internal/telemetry")
-	duration, _  = otel.Meter("github.com/shardcount/shardcount/internal/telemetry").Float64Histogram("http.server.request.duration",
-		metric.WithUnit("s"), metric.WithDescription("Duration of HTTP server requests (the OpenTelemetry semantic convention), by function and status"),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10))
-)
+const scope = "github.com/shardcount/shardcount/internal/telemetry"
 
 // Serve wraps function fn's handler: a server span named fn, continuing
 // the caller's trace (the propagators Setup installs: traceparent, then
 // X-Cloud-Trace-Context), with the method, route and status, and
-// http.server.request.duration by the same three.
+// http.server.request.duration by the same three. It uses the providers
+// set when it is called (Setup's).
 func Serve(fn string, h http.HandlerFunc) http.HandlerFunc {
+	tracer := otel.GetTracerProvider().Tracer(scope)
+	duration, _ := otel.GetMeterProvider().Meter(scope).Float64Histogram("http.server.request.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of HTTP server requests (the OpenTelemetry semantic convention), by function and status"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10))
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := serverTracer.Start(ctx, fn, trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, fn, trace.WithSpanKind(trace.SpanKindServer))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
+			// A panic is a 500 here (net/http answers none, or drops the
+			// connection), then goes on up.
+			p := recover()
+			if p != nil {
+				sw.status = http.StatusInternalServerError
+			}
 			if span.IsRecording() {
 				span.SetAttributes(attribute.String("http.request.method", knownMethod(r.Method)), attribute.String("http.route", fn),
 					attribute.Int("http.response.status_code", sw.status))
@@ -47,6 +53,9 @@ func Serve(fn string, h http.HandlerFunc) http.HandlerFunc {
 			}
 			span.End()
 			duration.Record(ctx, time.Since(start).Seconds(), requestAttributes(fn, r.Method, sw.status))
+			if p != nil {
+				panic(p)
+			}
 		}()
 		h(sw, r.WithContext(ctx))
 	}
@@ -70,6 +79,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wroteHeader = true
 	return w.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (Flush, deadlines) through this one.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // attributeSets keeps one measurement option per function, method and
 // status: a handful, built once instead of on every request.

@@ -19,7 +19,8 @@ import (
 // TestServeContinuesTheCallersTrace runs Serve with the SDK's own
 // providers: the span continues the caller's traceparent, says the
 // function and status and nothing of the caller, and the duration metric
-// is by function and status, with a made-up method folded into _OTHER.
+// is by function and status, with a made-up method folded into _OTHER and
+// a panic counted as a 500 before it goes on up.
 func TestServeContinuesTheCallersTrace(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
@@ -31,6 +32,12 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 		if r.Method == "BREW" {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
+		}
+		if r.URL.Path == "/boom" {
+			panic(http.ErrAbortHandler)
+		}
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush through Serve's writer: %v", err)
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.WriteHeader(http.StatusOK) // a second WriteHeader changes nothing
@@ -44,9 +51,21 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 		h(httptest.NewRecorder(), httptest.NewRequest("BREW", "/incrementCounter?"+strings.Repeat("x", i), nil))
 	}
 
+	func() {
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Errorf("the handler's panic came out of Serve as %v", p)
+			}
+		}()
+		h(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/boom", nil))
+	}()
+
 	ended := spans.Ended()
-	if len(ended) != 4 {
-		t.Fatalf("%d spans, want 4", len(ended))
+	if len(ended) != 5 {
+		t.Fatalf("%d spans, want 5", len(ended))
+	}
+	if last := ended[4]; last.Status().Code.String() != "Error" {
+		t.Errorf("a panic's span status is %v", last.Status())
 	}
 	s := ended[0]
 	if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != parent || s.Name() != "incrementCounter" {
@@ -80,7 +99,7 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 			}
 		}
 	}
-	if len(counts) != 2 || counts["POST 503"] != 1 || counts["_OTHER 405"] != 3 {
-		t.Errorf("http.server.request.duration counts %v, want POST 503: 1 and _OTHER 405: 3", counts)
+	if len(counts) != 3 || counts["POST 503"] != 1 || counts["_OTHER 405"] != 3 || counts["POST 500"] != 1 {
+		t.Errorf("http.server.request.duration counts %v, want POST 503: 1, _OTHER 405: 3 and POST 500 (the panic): 1", counts)
 	}
 }
