@@ -148,7 +148,10 @@ func TestARunStopsAtItsBudget(t *testing.T) {
 	x := newIndex(10)
 	clock := t0
 	r := Run{Source: x, Page: 2, Now: func() time.Time { return clock },
-		Heal: func(context.Context, string) (time.Time, error) { clock = clock.Add(time.Second); return time.Time{}, nil }}
+		Heal: func(context.Context, string) (time.Time, error) {
+			clock = clock.Add(time.Second)
+			return time.Time{}, nil
+		}}
 	res, err := r.Do(context.Background(), Cursor{}, t0.Add(time.Hour), t0.Add(3*time.Second))
 	if err != nil {
 		t.Fatal(err)
