@@ -71,6 +71,13 @@ func recipe(t *testing.T) map[string][]byte {
 	return map[string][]byte{"recipe.mjs": block(t, "../../docs/guides/likes.md", "recipe: received", "js")}
 }
 
+// What the stand-ins for the functions answer: a deployed function's 503
+// (retry after 1 s), and a gateway's 504 for an answer it lost.
+const (
+	busy           = `{"error":{"status":"UNAVAILABLE","message":"busy","details":{"code":"UNAVAILABLE","retry_after_seconds":1}}}`
+	gatewayTimeout = "<html>upstream request timeout</html>"
+)
+
 // kinds are the social app guide's kinds, and the likes guide's recipe's.
 func kinds(t *testing.T) string {
 	guide, err := os.ReadFile("../../docs/guides/social-app.md")
@@ -134,7 +141,7 @@ func TestTheWebClient(t *testing.T) {
 			switch n {
 			case 1:
 				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, `{"error":{"status":"UNAVAILABLE","message":"busy","details":{"code":"UNAVAILABLE","retry_after_seconds":1}}}`)
+				io.WriteString(w, busy)
 			case 2:
 				w.WriteHeader(http.StatusTooManyRequests)
 				io.WriteString(w, `{"error":{"status":"RESOURCE_EXHAUSTED","message":"spent","details":{"code":"RESOURCE_EXHAUSTED","retry_after_seconds":3}}}`)
@@ -145,7 +152,7 @@ func TestTheWebClient(t *testing.T) {
 					t.Errorf("the call whose answer is lost: %d %s", lost.Code, lost.Body)
 				}
 				w.WriteHeader(http.StatusGatewayTimeout)
-				io.WriteString(w, "<html>upstream request timeout</html>")
+				io.WriteString(w, gatewayTimeout)
 			default:
 				pass.ServeHTTP(w, r)
 			}

@@ -146,12 +146,12 @@ func unreliable(t *testing.T, target string) (string, func() map[string]int) {
 		case fail:
 			io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, `{"error":{"status":"UNAVAILABLE","message":"busy","details":{"code":"UNAVAILABLE","retry_after_seconds":1}}}`)
+			io.WriteString(w, busy)
 		case lose:
 			lost := httptest.NewRecorder()
 			pass.ServeHTTP(lost, r)
 			w.WriteHeader(http.StatusGatewayTimeout)
-			io.WriteString(w, "<html>upstream request timeout</html>")
+			io.WriteString(w, gatewayTimeout)
 		default:
 			pass.ServeHTTP(w, r)
 		}

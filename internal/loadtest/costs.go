@@ -237,29 +237,8 @@ func Sweep(ctx context.Context, f *Functions, raw *Raw, n int) (SweepReport, err
 	if err := raw.Counters(ctx, fmt.Sprintf("load-sweep-%d", time.Now().UnixNano()), n); err != nil {
 		return rep, err
 	}
-	before, err := f.Stats(ctx)
-	if err != nil {
-		return rep, err
-	}
-	t0 := time.Now()
-	for {
-		r, err := f.Reconcile(ctx, true)
-		if err != nil {
-			return rep, err
-		}
-		rep.Runs++
-		rep.Checked += r.Checked
-		rep.Corrected += r.Corrected
-		if r.PassComplete {
-			break
-		}
-	}
-	rep.Seconds = time.Since(t0).Seconds()
-	after, err := f.Stats(ctx)
-	if err != nil {
-		return rep, err
-	}
-	a, b := after.Firestore["reconcile"], before.Firestore["reconcile"]
-	rep.Reads, rep.Aggregations, rep.Commits = a.Reads-b.Reads, a.Aggregations-b.Aggregations, a.Commits-b.Commits
-	return rep, nil
+	runs, err := reconcileRuns(ctx, f, true)
+	rep.Runs, rep.Checked, rep.Corrected, rep.Seconds = runs.Calls, runs.Checked, runs.Corrected, runs.Seconds
+	rep.Reads, rep.Aggregations, rep.Commits = runs.Reads, runs.Aggregations, runs.Commits
+	return rep, err
 }

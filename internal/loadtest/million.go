@@ -87,7 +87,7 @@ func Million(ctx context.Context, f, touch *Functions, raw *Raw, o Options, spec
 	id := func(i int) string { return fmt.Sprintf("%s-%07d", prefix, i) }
 
 	// Nothing left from before: the measured run starts at an empty index.
-	if _, err := reconcileRuns(ctx, f); err != nil {
+	if _, err := reconcileRuns(ctx, f, false); err != nil {
 		return rep, err
 	}
 	t0 := time.Now()
@@ -127,10 +127,10 @@ func Million(ctx context.Context, f, touch *Functions, raw *Raw, o Options, spec
 	// The scheduled run visits a counter once its marker has settled.
 	time.Sleep(time.Until(rep.Load.LastOK.Add(spec.Settle + time.Second)))
 	var err error
-	if rep.Scheduled, err = reconcileRuns(ctx, f); err != nil {
+	if rep.Scheduled, err = reconcileRuns(ctx, f, false); err != nil {
 		return rep, err
 	}
-	if rep.Idle, err = reconcileRuns(ctx, f); err != nil {
+	if rep.Idle, err = reconcileRuns(ctx, f, false); err != nil {
 		return rep, err
 	}
 
@@ -195,8 +195,9 @@ func Million(ctx context.Context, f, touch *Functions, raw *Raw, o Options, spec
 	return rep, nil
 }
 
-// reconcileRuns calls the scheduled reconcile until it completes a pass.
-func reconcileRuns(ctx context.Context, f *Functions) (ReconcileRuns, error) {
+// reconcileRuns calls reconcile, the scheduled run or (full) the full
+// audit, until it completes a pass, and counts what the pass read.
+func reconcileRuns(ctx context.Context, f *Functions, full bool) (ReconcileRuns, error) {
 	var r ReconcileRuns
 	before, err := f.Stats(ctx)
 	if err != nil {
@@ -204,7 +205,7 @@ func reconcileRuns(ctx context.Context, f *Functions) (ReconcileRuns, error) {
 	}
 	t0 := time.Now()
 	for {
-		run, err := f.Reconcile(ctx, false)
+		run, err := f.Reconcile(ctx, full)
 		if err != nil {
 			return r, err
 		}
