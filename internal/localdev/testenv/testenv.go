@@ -189,14 +189,22 @@ func PrivateEmulatorAddrs() (emulator, trigger string) {
 	return emulator, trigger
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port nobody listens on.
+// FreeAddr returns a 127.0.0.1 address with a port nobody listens on. The
+// port is below Linux's ephemeral range (32768 and up), as scripts/lib.sh's
+// sc_free_port chooses: a port the kernel handed out would be free only
+// until the kernel hands it again, to any outgoing connection of the
+// parallel test packages, before the emulator meant for it binds.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	var err error
+	for range 50 {
+		var l net.Listener
+		l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err == nil {
+			defer l.Close()
+			return l.Addr().String(), nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("no free port below the ephemeral range: %w", err)
 }
 
 // Response is an HTTP response read whole.
