@@ -240,10 +240,20 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 		var mu sync.Mutex
 		var g errgroup.Group
 		g.SetLimit(sweepConcurrency)
+		unmarked := false
 		for _, e := range page {
 			g.Go(func() error {
 				var one ReconcileResponse
 				err := a.reconcileOne(ctx, e, &one)
+				if err != nil && !errs.Is(err, errs.NotFound) {
+					// The pass goes on past it, so the scheduled runs
+					// visit it from now on, until it heals.
+					if merr := (boundedSource{a}).Mark(ctx, e.ID, time.Now()); merr != nil {
+						mu.Lock()
+						unmarked = true
+						mu.Unlock()
+					}
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if errs.Is(err, errs.NotFound) {
@@ -251,7 +261,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 				}
 				if err != nil {
 					resp.Failed++
-					logging.FromContext(ctx).Warn("reconcile failed; the next pass tries again", "counter_id", e.ID, "error", err.Error())
+					logging.FromContext(ctx).Warn("reconcile failed; the scheduled runs visit it again", "counter_id", e.ID, "error", err.Error())
 					return nil // counted: the pass goes on
 				}
 				resp.Checked += one.Checked
@@ -263,6 +273,9 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 			})
 		}
 		_ = g.Wait()
+		if unmarked {
+			break // neither healed nor marked: the next call starts this page again
+		}
 		if len(page) < sweepPage {
 			cur.After, cur.Passes = "", cur.Passes+1
 			resp.PassComplete = true
