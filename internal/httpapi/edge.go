@@ -131,7 +131,7 @@ const allowedHeaders = "Authorization, Content-Type, Idempotency-Key, X-Firebase
 func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx := logging.NewContext(r.Context(), e.Logger, attrsAny(logging.TraceAttrs(r, e.ProjectID))...)
+		ctx := logging.NewRequestContext(r, e.Logger, e.ProjectID)
 		r = r.WithContext(ctx)
 		req := &Request{Function: ep.Name, HTTP: r, header: w.Header()}
 
@@ -333,12 +333,4 @@ func (e *Edge) allowOrigin(origin string) string {
 		return origin
 	}
 	return ""
-}
-
-func attrsAny(attrs []slog.Attr) []any {
-	out := make([]any, len(attrs))
-	for i, a := range attrs {
-		out[i] = a
-	}
-	return out
 }

@@ -156,6 +156,17 @@ func NewContext(ctx context.Context, l *slog.Logger, args ...any) context.Contex
 	return context.WithValue(ctx, ctxKey{}, &scope{log: l, pending: slices.Clip(args)}) // Annotate's appends must not write into the caller's array
 }
 
+// NewRequestContext is NewContext for request r: its lines carry the
+// request's trace keys (TraceAttrs) and then args.
+func NewRequestContext(r *http.Request, l *slog.Logger, projectID string, args ...any) context.Context {
+	trace := TraceAttrs(r, projectID)
+	all := make([]any, 0, len(trace)+len(args))
+	for _, a := range trace {
+		all = append(all, a)
+	}
+	return NewContext(r.Context(), l, append(all, args...)...)
+}
+
 // FromContext returns the logger of ctx, with every annotation made so far,
 // or slog.Default() when ctx carries none.
 func FromContext(ctx context.Context) *slog.Logger {

@@ -41,7 +41,7 @@ const maxEventBody = 1 << 20
 func (s *Server) eventHandler(spec Spec) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx := logging.NewContext(r.Context(), s.log, "function", spec.Name)
+		ctx := logging.NewRequestContext(r, s.log, s.cfg.ProjectID, "function", spec.Name)
 		status, err := s.receive(ctx, w, r, spec)
 		level := slog.LevelDebug
 		if status >= 400 || err != nil {
