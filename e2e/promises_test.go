@@ -42,6 +42,8 @@ func TestCorruptCounterDocumentIsDataLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := testenv.ShardEvent(t, url("rollupCounter"), project, bad, 0, 1, time.Now())
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	req.Header.Set("traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +52,45 @@ func TestCorruptCounterDocumentIsDataLoss(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("roll-up event of a corrupt counter: %d, want 204", resp.StatusCode)
 	}
-	if len(logs.Await(map[string]any{"severity": "ERROR", "counter_id": bad, "message": "acknowledging an event whose counter cannot roll up"})) == 0 {
-		t.Errorf("no ERROR line for the corrupt counter's event")
+	if len(logs.Await(map[string]any{"severity": "ERROR", "counter_id": bad, "message": "acknowledging an event whose counter cannot roll up",
+		"logging.googleapis.com/trace": "projects/" + project + "/traces/" + traceID})) == 0 {
+		t.Errorf("no ERROR line, in the event's trace, for the corrupt counter's event")
+	}
+}
+
+// TestFullAuditMarksWhatItCannotHeal: the full audit goes on past a
+// counter it fails to heal (here a corrupt one) and marks it in the
+// activity index, so the scheduled runs keep visiting it; it used to count
+// the failure, move its cursor past it and answer pass_complete, leaving
+// it unvisited until the next full pass.
+func TestFullAuditMarksWhatItCannotHeal(t *testing.T) {
+	fs := testenv.Firestore(t, project)
+	bad := newCounterID(t)
+	if _, err := fs.Doc("counters/"+bad).Set(context.Background(), map[string]any{"num_shards": 0, "count": 0}); err != nil {
+		t.Fatal(err)
+	}
+	// Two passes' ends: the first may have begun past bad's id.
+	failed := 0
+	for range 2 {
+		var rec struct {
+			Mode         string
+			Failed       int
+			PassComplete bool `json:"pass_complete"`
+		}
+		for !rec.PassComplete {
+			r := testenv.Do(t, "POST", url("reconcileCounters"), `{"full": true}`)
+			r.Decode(t, &rec)
+			if r.Status != http.StatusOK || rec.Mode != "full" {
+				t.Fatalf("the full audit: %s", r)
+			}
+			failed += rec.Failed
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("the full audit reported no failure, though %s cannot be healed", bad)
+	}
+	if _, err := fs.Doc("counter_activity/" + bad).Get(context.Background()); err != nil {
+		t.Errorf("the counter the full audit could not heal has no activity marker: %v", err)
 	}
 }
 
