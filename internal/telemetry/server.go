@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,21 +39,21 @@ func Serve(fn string, h http.HandlerFunc) http.HandlerFunc {
 		ctx, span := tracer.Start(ctx, fn, trace.WithSpanKind(trace.SpanKindServer))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
-			// A panic is a 500 here (net/http answers none, or drops the
-			// connection), then goes on up.
 			p := recover()
-			if p != nil {
-				sw.status = http.StatusInternalServerError
-			}
+			status := sw.answered(p)
 			if span.IsRecording() {
 				span.SetAttributes(attribute.String("http.request.method", knownMethod(r.Method)), attribute.String("http.route", fn),
-					attribute.Int("http.response.status_code", sw.status))
-				if sw.status >= 500 {
-					span.SetStatus(codes.Error, http.StatusText(sw.status))
+					attribute.String("url.scheme", scheme(r)))
+				if status != 0 {
+					span.SetAttributes(attribute.Int("http.response.status_code", status))
+				}
+				if e := errorType(status); e != "" {
+					span.SetAttributes(attribute.String("error.type", e))
+					span.SetStatus(codes.Error, e)
 				}
 			}
 			span.End()
-			duration.Record(ctx, time.Since(start).Seconds(), requestAttributes(fn, r.Method, sw.status))
+			duration.Record(ctx, time.Since(start).Seconds(), requestAttributes(fn, r.Method, scheme(r), status))
 			if p != nil {
 				panic(p)
 			}
@@ -75,6 +76,20 @@ func (w *statusWriter) WriteHeader(status int) {
 	w.ResponseWriter.WriteHeader(status)
 }
 
+// answered is the status the caller got, given what the handler panicked
+// with (nil for none): the status written, if any; else a panic is a 500
+// (net/http's recovery answers one), or, for http.ErrAbortHandler, no
+// answer at all (0: the connection is dropped on purpose).
+func (w *statusWriter) answered(p any) int {
+	switch {
+	case p == nil || w.wroteHeader:
+		return w.status
+	case p == http.ErrAbortHandler:
+		return 0
+	}
+	return http.StatusInternalServerError
+}
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wroteHeader = true
 	return w.ResponseWriter.Write(b)
@@ -89,19 +104,49 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 var attributeSets sync.Map
 
 type requestKey struct {
-	fn, method string
-	status     int
+	fn, method, scheme string
+	status             int
 }
 
-func requestAttributes(fn, method string, status int) metric.MeasurementOption {
-	key := requestKey{fn, knownMethod(method), status}
+// requestAttributes are the metric's attributes; status 0 (no answer) has
+// none, and error.type says why.
+func requestAttributes(fn, method, scheme string, status int) metric.MeasurementOption {
+	key := requestKey{fn, knownMethod(method), scheme, status}
 	if o, ok := attributeSets.Load(key); ok {
 		return o.(metric.MeasurementOption)
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("http.request.method", key.method),
-		attribute.String("http.route", fn), attribute.Int("http.response.status_code", status)))
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", key.method),
+		attribute.String("http.route", fn), attribute.String("url.scheme", scheme)}
+	if status != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", status))
+	}
+	if e := errorType(status); e != "" {
+		attrs = append(attrs, attribute.String("error.type", e))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	attributeSets.Store(key, o)
 	return o
+}
+
+// errorType is the semantic conventions' error.type of an answer: its
+// status for a 5xx, "aborted" for none, else empty (a 4xx is the caller's).
+func errorType(status int) string {
+	switch {
+	case status == 0:
+		return "aborted"
+	case status >= 500:
+		return strconv.Itoa(status)
+	}
+	return ""
+}
+
+// scheme is the request's URL scheme: https behind Google's front end
+// (which says so in X-Forwarded-Proto) or with TLS, else http.
+func scheme(r *http.Request) string {
+	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+		return "https"
+	}
+	return "http"
 }
 
 // knownMethod is method, or "_OTHER" (as the semantic conventions say) for

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,8 +20,9 @@ import (
 // TestServeContinuesTheCallersTrace runs Serve with the SDK's own
 // providers: the span continues the caller's traceparent, says the
 // function and status and nothing of the caller, and the duration metric
-// is by function and status, with a made-up method folded into _OTHER and
-// a panic counted as a 500 before it goes on up.
+// is by function and status, with a made-up method folded into _OTHER; a
+// panic goes on up, counted as what the caller got: the status already
+// written, else a 500, or no answer at all for http.ErrAbortHandler.
 func TestServeContinuesTheCallersTrace(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
@@ -33,8 +35,14 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		if r.URL.Path == "/boom" {
+		switch r.URL.Path {
+		case "/abort":
 			panic(http.ErrAbortHandler)
+		case "/bug":
+			panic("a bug")
+		case "/late":
+			w.WriteHeader(http.StatusOK)
+			panic("a bug after the answer")
 		}
 		if err := http.NewResponseController(w).Flush(); err != nil {
 			t.Errorf("flush through Serve's writer: %v", err)
@@ -51,21 +59,25 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 		h(httptest.NewRecorder(), httptest.NewRequest("BREW", "/incrementCounter?"+strings.Repeat("x", i), nil))
 	}
 
-	func() {
-		defer func() {
-			if p := recover(); p != http.ErrAbortHandler {
-				t.Errorf("the handler's panic came out of Serve as %v", p)
-			}
+	for _, path := range []string{"/abort", "/bug", "/late"} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil {
+					t.Errorf("%s: the handler's panic did not come out of Serve", path)
+				}
+			}()
+			h(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, nil))
 		}()
-		h(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/boom", nil))
-	}()
+	}
 
 	ended := spans.Ended()
-	if len(ended) != 5 {
-		t.Fatalf("%d spans, want 5", len(ended))
+	if len(ended) != 7 {
+		t.Fatalf("%d spans, want 7", len(ended))
 	}
-	if last := ended[4]; last.Status().Code.String() != "Error" {
-		t.Errorf("a panic's span status is %v", last.Status())
+	for i, want := range []string{"Error", "Error", "Unset"} {
+		if got := ended[4+i].Status().Code.String(); got != want {
+			t.Errorf("span status of panic %d: %s, want %s", i, got, want)
+		}
 	}
 	s := ended[0]
 	if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != parent || s.Name() != "incrementCounter" {
@@ -75,8 +87,9 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 	for _, a := range s.Attributes() {
 		got[a.Key] = a.Value.String()
 	}
-	if got["http.response.status_code"] != "503" || got["http.route"] != "incrementCounter" || got["http.request.method"] != "POST" || len(got) != 3 {
-		t.Errorf("span attributes %v, want the method, the route and 503 only", got)
+	if got["http.response.status_code"] != "503" || got["http.route"] != "incrementCounter" || got["http.request.method"] != "POST" ||
+		got["url.scheme"] != "http" || got["error.type"] != "503" || len(got) != 5 {
+		t.Errorf("span attributes %v, want the method, the route, the scheme, 503 and its error.type only", got)
 	}
 	if s.Status().Code.String() != "Error" {
 		t.Errorf("a 503's span status is %v", s.Status())
@@ -94,12 +107,19 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 			}
 			for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 				method, _ := p.Attributes.Value("http.request.method")
-				status, _ := p.Attributes.Value("http.response.status_code")
-				counts[method.String()+" "+status.String()] += p.Count
+				key := method.String()
+				if status, ok := p.Attributes.Value("http.response.status_code"); ok {
+					key += " " + status.String()
+				}
+				if e, ok := p.Attributes.Value("error.type"); ok {
+					key += " error.type=" + e.String()
+				}
+				counts[key] += p.Count
 			}
 		}
 	}
-	if len(counts) != 3 || counts["POST 503"] != 1 || counts["_OTHER 405"] != 3 || counts["POST 500"] != 1 {
-		t.Errorf("http.server.request.duration counts %v, want POST 503: 1, _OTHER 405: 3 and POST 500 (the panic): 1", counts)
+	want := map[string]uint64{"POST 503 error.type=503": 1, "_OTHER 405": 3, "POST error.type=aborted": 1, "POST 500 error.type=500": 1, "POST 200": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("http.server.request.duration counts %v, want %v", counts, want)
 	}
 }
