@@ -34,7 +34,7 @@ import (
 func newcomersScenario(t *testing.T, app string, dev *testenv.Dev, env []string) {
 	const guide = "../../docs/guides/social-app.md"
 	backend := block(t, guide, "scenario: backend, in e2e/clients/scenario_test.go", "go")
-	if self, _ := os.ReadFile("scenario_test.go"); !bytes.Contains(self, backend) {
+	if self, _ := os.ReadFile("scenario_test.go"); !bytes.Contains(backend, []byte("\nfunc createPost(")) || !bytes.Contains(self, backend) {
 		t.Errorf("the guide's backend block is not scenario_test.go's createPost:\n%s", backend)
 	}
 	client := block(t, guide, "scenario: client", "js")
