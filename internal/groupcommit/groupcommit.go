@@ -124,16 +124,25 @@ func (b *Batcher[T, R]) drain(key string) {
 			return // take marked the key idle
 		}
 		var items []T
+		var parent trace.SpanContext
 		var links []trace.Link
 		for _, u := range batch {
 			items = append(items, u.items...)
-			if u.caller.IsValid() {
+			switch {
+			case !u.caller.IsValid():
+			case !parent.IsSampled():
+				parent = u.caller
+			case u.caller.IsSampled():
 				links = append(links, trace.Link{SpanContext: u.caller})
 			}
 		}
-		// The flush's own span, a root linked to every request it carries
-		// (they may have several traces); each links back to it.
-		ctx, span := tracer.Start(context.Background(), "groupcommit.flush", trace.WithLinks(links...),
+		// The flush's own span, in the trace of the first sampled request
+		// it carries (so it is sampled with it), linked to the other
+		// sampled ones (they may have other traces; an unsampled one's span
+		// is not exported); each request links back to it. Its context
+		// holds nothing of any caller's but the parent's ids.
+		ctx := trace.ContextWithSpanContext(context.Background(), parent)
+		ctx, span := tracer.Start(ctx, "groupcommit.flush", trace.WithLinks(links...),
 			trace.WithAttributes(attribute.Int("groupcommit.items", len(items)), attribute.Int("groupcommit.requests", len(batch))))
 		flushes.Add(ctx, 1)
 		batchItems.Record(ctx, int64(len(items)))
