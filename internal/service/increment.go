@@ -188,11 +188,11 @@ func (a *app) incrementCounter(ctx context.Context, req *httpapi.Request) (int, 
 	results, err := a.increments.Do(ctx, id, []firestoredb.IncrementOp{op})
 	if err != nil {
 		err = unknownOutcome(ctx, err)
-		countChange(ctx, c.Unique, firestoredb.IncrementResult{}, err)
+		countChange(c.Unique, firestoredb.IncrementResult{}, err)
 		return 0, nil, err
 	}
 	r := results[0]
-	countChange(ctx, c.Unique, r, nil)
+	countChange(c.Unique, r, nil)
 	if r.Err != nil {
 		return 0, nil, r.Err
 	}
@@ -294,7 +294,7 @@ func (a *app) incrementList(ctx context.Context, req *httpapi.Request, body Incr
 				if err == nil {
 					r = rs[j]
 				}
-				countChange(ctx, counters[id].Unique, r, err)
+				countChange(counters[id].Unique, r, err)
 				switch {
 				case err != nil:
 					fail(i, err)
