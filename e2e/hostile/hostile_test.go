@@ -209,6 +209,20 @@ func TestAttacker(t *testing.T) {
 		}
 	})
 
+	t.Run("a long history spends a token per 100 buckets", func(t *testing.T) {
+		// One token used to pay for up to 1,000 bucket reads.
+		s.t = t
+		hal := s.user("hal-history", false)
+		from := time.Now().UTC().Add(-149 * time.Minute).Format(time.RFC3339)
+		q := "?counter_id=post-1&history=minute&from=" + from // 150 buckets: 2 tokens, the burst
+		if r := s.call("GET", "getCounter"+q, "", "203.0.113.35", "Authorization", hal); r.Status != http.StatusOK {
+			t.Fatalf("150 minutes of history: %s", r)
+		}
+		if r := s.call("GET", "getCounter?counter_id=post-1&history=minute", "", "203.0.113.35", "Authorization", hal); r.Status != http.StatusTooManyRequests {
+			t.Errorf("another history read after 150 buckets with a burst of 2: %s, want 429", r)
+		}
+	})
+
 	t.Run("mallory takes no id and no trending slot", func(t *testing.T) {
 		s.t = t
 		mallory := s.user("mallory", false)

@@ -123,6 +123,11 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 	return id, consistency, &historyRange{g: g, starts: starts}, nil
 }
 
+// historyBuckets is how many buckets one token of the history budget
+// pays for: the default spans (60 minutes, 24 hours, 30 days) cost one,
+// the longest (windows.MaxBuckets) ten, the default burst.
+const historyBuckets = 100
+
 func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, error) {
 	ctx = firestoredb.WithLabel(ctx, "read")
 	var body GetCounterRequest
@@ -137,20 +142,20 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 	if h != nil && a.cfg.Windows == nil {
 		return 0, nil, errs.New(errs.FailedPrecondition, "history: the roll-up keeps no windows (WINDOWS=off)")
 	}
-	// An eventual read spends read, a strong one strong, history history
-	// (its eventual read included).
-	var budgets []ratelimit.Budget
-	switch {
-	case consistency == "strong":
-		budgets = append(budgets, ratelimit.Strong)
-	case h == nil:
-		budgets = append(budgets, ratelimit.Read)
+	// An eventual read spends read, a strong one strong, history a token
+	// of history for each historyBuckets it reads (its eventual read
+	// included).
+	if consistency == "strong" {
+		if err := a.allow(ctx, req, ratelimit.Strong, 1); err != nil {
+			return 0, nil, err
+		}
 	}
 	if h != nil {
-		budgets = append(budgets, ratelimit.History)
-	}
-	for _, b := range budgets {
-		if err := a.allow(ctx, req, b, 1); err != nil {
+		if err := a.allow(ctx, req, ratelimit.History, (len(h.starts)+historyBuckets-1)/historyBuckets); err != nil {
+			return 0, nil, err
+		}
+	} else if consistency != "strong" {
+		if err := a.allow(ctx, req, ratelimit.Read, 1); err != nil {
 			return 0, nil, err
 		}
 	}

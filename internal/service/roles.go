@@ -13,7 +13,6 @@ import (
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/shardedts"
-	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Who may do what (README "Who may do what"). With AUTH=required a caller
@@ -121,7 +120,7 @@ var readsPaid = map[ratelimit.Budget]int{
 	ratelimit.Increment: 1 + firestoredb.MaxReadsPerOp, // the counter's document, unless cached, and a share of its commit's reads
 	ratelimit.Read:      2,                             // the counter's document, the caller's member document
 	ratelimit.Strong:    3,                             // the counter's document, a SUM of its shards, the member document
-	ratelimit.History:   windows.MaxBuckets + 2,        // a bucket each, and what read pays for
+	ratelimit.History:   historyBuckets + 2,            // a bucket each, and what read pays for
 	ratelimit.Top:       topReads,
 	ratelimit.List:      maxListLimit + 1, // a page, and (listMembers) the counter's document
 	// Owners' actions and creations read what they change: a reshard
