@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -166,6 +167,9 @@ func UnmarshalQuery(q url.Values, dst any) error {
 		}
 		switch f.Kind() {
 		case reflect.String:
+			if !utf8.ValidString(vals[0]) {
+				return errs.Invalid(name, "must be UTF-8") // Firestore refuses other strings: its error would be a 5xx
+			}
 			f.SetString(vals[0])
 		case reflect.Int, reflect.Int64:
 			n, err := strconv.ParseInt(vals[0], 10, 64)

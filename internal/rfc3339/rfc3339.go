@@ -16,6 +16,10 @@ func Parse(field, s string) (time.Time, error) {
 	if err != nil || !validOffset(s) {
 		return time.Time{}, errs.Invalid(field, "must be an RFC 3339 time such as \"2019-01-01T13:45:23.010Z\"")
 	}
+	// Firestore's timestamps: a time past them would be its error, a 500.
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return time.Time{}, errs.Invalid(field, "must lie in the years 0001 to 9999 (UTC)")
+	}
 	return t, nil
 }
 

@@ -14,6 +14,12 @@ func TestParse(t *testing.T) {
 		"2019-01-01 13:45:23Z":        false,
 		"2019-01-01T13:45:23":         false,
 		"2019-01-01T13:45:23.5+01:00": true,
+		// Firestore's range, in UTC.
+		"0001-01-01T00:00:00Z":      true,
+		"9999-12-31T23:59:59Z":      true,
+		"0000-12-31T23:00:00Z":      false,
+		"0001-01-01T00:30:00+01:00": false,
+		"9999-12-31T23:59:00-23:59": false,
 	} {
 		if _, err := Parse("from", s); (err == nil) != ok {
 			t.Errorf("Parse(%q): %v, want ok=%v", s, err, ok)

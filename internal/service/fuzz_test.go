@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/httpapi"
@@ -78,6 +79,7 @@ func FuzzGetCounterQuery(f *testing.F) {
 	f.Add("counter_id=a&counter_id=b")
 	f.Add("counter_id=a&history=minute&from=2026-11-23T05:00:00Z&to=2026-11-23T06:00:00%2B01:00")
 	f.Add("counter_id=a&history=day&from=1970-01-01T00:00:00Z")
+	f.Add("counter_id=a&history=minute&from=0000-12-31T23:00:00Z&to=0000-12-31T23:30:00Z")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
@@ -95,6 +97,11 @@ func FuzzGetCounterQuery(f *testing.F) {
 		}
 		if err == nil && h != nil && (len(h.starts) < 1 || len(h.starts) > windows.MaxBuckets) {
 			t.Fatalf("accepted a history of %d buckets", len(h.starts))
+		}
+		if err == nil && h != nil {
+			if first, last := h.starts[0].Year(), h.starts[len(h.starts)-1].Year(); first < 1 || last > 9999 {
+				t.Fatalf("accepted buckets from year %d to %d: Firestore has no such timestamps", first, last)
+			}
 		}
 	})
 }
@@ -118,6 +125,7 @@ func FuzzResetCounterRequest(f *testing.F) {
 
 func FuzzListCountersQuery(f *testing.F) {
 	f.Add("limit=5&page_token=post-1&owner=alice")
+	f.Add("page_token=%FF%FE")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
@@ -127,6 +135,11 @@ func FuzzListCountersQuery(f *testing.F) {
 		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
 			clientError(t, err)
 			return
+		}
+		for _, s := range []*string{b.PageToken, b.Owner} {
+			if s != nil && !utf8.ValidString(*s) {
+				t.Fatalf("accepted %q: Firestore refuses strings that are not UTF-8", *s)
+			}
 		}
 		n, err := limitOf(b.Limit, 20)
 		clientError(t, err)
