@@ -6,6 +6,7 @@
 package hostile
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // budgets are small, so a test spends them quickly; addresses get more,
@@ -37,7 +40,8 @@ func start(t *testing.T) *site {
 	}
 	dev := testenv.StartDev(t, root, "AUTH=required", "USER_CREATE=off", "ANONYMOUS_CREATE=off",
 		"APP_CHECK=enforce", "APP_CHECK_CONSUME=incrementCounter", "TRUSTED_PROXIES=1",
-		"RATE_LIMITS="+userBudgets, "ADDRESS_RATE_LIMITS="+addressBudgets)
+		"RATE_LIMITS="+userBudgets, "ADDRESS_RATE_LIMITS="+addressBudgets,
+		`COUNTER_KINDS={"likes": {"unique": true}, "views": {}, "hearts": {"unique": true, "keys_in": "posts"}}`)
 	return &site{t: t, dev: dev, project: testenv.AuthProject()}
 }
 
@@ -236,6 +240,32 @@ func TestAttacker(t *testing.T) {
 		}
 		if r := s.call("POST", "updateCounter", `{"counter_id":"post-1","ranked":false}`, "203.0.113.40", "Authorization", mallory); r.Status != http.StatusForbidden {
 			t.Errorf("mallory unranks a post: %s", r)
+		}
+	})
+
+	t.Run("of a kind with keys_in, mallory mints no counter", func(t *testing.T) {
+		// Any first use used to create a ranked counter: views:buy-cheap-
+		// followers at the top of trending. With keys_in, only the app's
+		// documents have counters.
+		s.t = t
+		mallory := s.user("mallory-kinds", false)
+		inc := func(id string) testenv.Response {
+			return s.call("POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id), "203.0.113.45", "Authorization", mallory)
+		}
+		for _, id := range []string{"hearts:buy-cheap-followers", "hearts:.."} { // each spends a create token of 3
+			if r := inc(id); r.Status != http.StatusNotFound {
+				t.Errorf("mallory's first use of %s, with no such post: %s, want 404", id, r)
+			}
+		}
+		fs := testenv.FirestoreAt(t, s.dev.FirestoreHost(), s.project)
+		if _, err := fs.Doc("counters/hearts:buy-cheap-followers").Get(context.Background()); status.Code(err) != codes.NotFound {
+			t.Errorf("the counter mallory named: %v, want none", err)
+		}
+		if _, err := fs.Doc("posts/p9").Set(context.Background(), map[string]any{"text": "the app's post"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := inc("hearts:p9"); r.Status != http.StatusOK {
+			t.Errorf("a first like of the app's post: %s", r)
 		}
 	})
 

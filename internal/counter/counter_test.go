@@ -107,3 +107,22 @@ func TestAddAndBound(t *testing.T) {
 		t.Error("Saturated")
 	}
 }
+
+func TestKeysIn(t *testing.T) {
+	for keysIn, ok := range map[string]bool{"posts": true, "forums/f1/posts": true, "forums/f1": false, "": true, "posts/": false, "__x__": false, "..": false} {
+		_, err := ParseKinds(`{"likes": {"keys_in": "` + keysIn + `"}}`)
+		if (err == nil) != ok {
+			t.Errorf("keys_in %q: %v, want ok=%v", keysIn, err, ok)
+		}
+	}
+	kinds, err := ParseKinds(`{"likes": {"unique": true, "keys_in": "posts"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kinds.Of("likes:p1")
+	for id, want := range map[string]string{"likes:p1": "posts/p1", "likes:": "", "likes:..": "", "likes:__p__": "", "likes:a:b": "posts/a:b"} {
+		if got, ok := k.KeyDocument(id); got != want || ok != (want != "") {
+			t.Errorf("KeyDocument(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+}

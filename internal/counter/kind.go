@@ -29,6 +29,10 @@ type Kind struct {
 	// AutoSharding: automatic sharding may grow the kind's counters (with
 	// AUTO_SHARDING=on; default true).
 	AutoSharding *bool `json:"auto_sharding"`
+	// KeysIn is a collection of the app's ("posts"): an end user's first
+	// use of KIND:KEY needs the document KEYS_IN/KEY, so users count only
+	// what the app made, and mint no counter (a ranked one) of their own.
+	KeysIn string `json:"keys_in"`
 }
 
 // Kinds are the declared kinds by name.
@@ -56,7 +60,7 @@ func ParseKinds(s string) (Kinds, error) {
 		dec.DisallowUnknownFields()
 		var k Kind
 		if err := dec.Decode(&k); err != nil {
-			return nil, fmt.Errorf("kind %q: %v (options: unique, num_shards, ranked, decrement, auto_sharding)", name, err)
+			return nil, fmt.Errorf("kind %q: %v (options: unique, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
 		}
 		switch {
 		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
@@ -65,6 +69,8 @@ func ParseKinds(s string) (Kinds, error) {
 			return nil, fmt.Errorf("kind %q: decrement must be \"admins\" or \"users\"", name)
 		case k.Unique && k.Decrement != "":
 			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
+		case k.KeysIn != "" && !isCollectionPath(k.KeysIn):
+			return nil, fmt.Errorf("kind %q: keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"", name)
 		}
 		k.Name = name
 		out[name] = k
@@ -89,6 +95,29 @@ func (k Kind) Counter(id string) Counter {
 		n = DefaultShards
 	}
 	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
+}
+
+// KeyDocument is the path of the app's document that counter id ("KIND:KEY")
+// of the kind counts, with KeysIn; false when the key cannot name one.
+func (k Kind) KeyDocument(id string) (string, bool) {
+	_, key, _ := strings.Cut(id, ":")
+	if !isDocumentID(key) {
+		return "", false
+	}
+	return k.KeysIn + "/" + key, true
+}
+
+// isCollectionPath: an odd number of segments, each a document id.
+func isCollectionPath(p string) bool {
+	segments := strings.Split(p, "/")
+	return len(segments)%2 == 1 && !slices.ContainsFunc(segments, func(s string) bool { return !isDocumentID(s) })
+}
+
+// isDocumentID: what Firestore takes as a document or collection id, for
+// the characters a counter id may hold.
+func isDocumentID(s string) bool {
+	return s != "" && s != "." && s != ".." && len(s) <= 1500 && !strings.Contains(s, "/") &&
+		!(len(s) >= 4 && strings.HasPrefix(s, "__") && strings.HasSuffix(s, "__"))
 }
 
 // UsersDecrement reports whether end users may decrement the kind's plain

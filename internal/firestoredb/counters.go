@@ -42,6 +42,16 @@ func (s *Counters) LiveOrNewCached(ctx context.Context, id string) (counter.Coun
 	return s.liveOrNew(ctx, id, true)
 }
 
+// AppDocumentExists reads a document of the app's, at path, now: whether
+// it exists (a kind's keys_in).
+func (s *Counters) AppDocumentExists(ctx context.Context, path string) (bool, error) {
+	doc, err := s.db.get(ctx, s.db.name(path))
+	if err != nil {
+		return false, classify(err, "read "+path)
+	}
+	return doc != nil, nil
+}
+
 // Stored reads a counter's document now, a deleted counter's tombstone
 // included (IsDeleted).
 func (s *Counters) Stored(ctx context.Context, id string) (counter.Counter, error) {

@@ -322,10 +322,29 @@ func (a *app) commitIncrements(ctx context.Context, id string, ops []firestoredb
 // payForFirstUse spends the caller's create budget when its increment
 // would create counter c (a counter of a kind nobody used yet): an end
 // user mints new counters, ranked ones among them, at the pace of
-// createCounter's budget, not of increments.
+// createCounter's budget, not of increments. Of a kind with keys_in, an
+// end user mints only counters of the app's documents that exist.
 func (a *app) payForFirstUse(ctx context.Context, req *httpapi.Request, c counter.Counter) error {
 	if !c.Version.IsZero() {
 		return nil
 	}
-	return a.allow(ctx, req, ratelimit.Create, 1)
+	if err := a.allow(ctx, req, ratelimit.Create, 1); err != nil {
+		return err
+	}
+	kind, ok := a.cfg.Kinds.Of(c.ID)
+	if !ok || kind.KeysIn == "" || req.Admin {
+		return nil
+	}
+	path, ok := kind.KeyDocument(c.ID)
+	if ok {
+		var err error
+		if ok, err = a.store.Counters.AppDocumentExists(ctx, path); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return errs.New(errs.NotFound, "counter %s does not exist: a counter of kind %s comes into being for a document of %s, and there is none with its key",
+			c.ID, kind.Name, kind.KeysIn)
+	}
+	return nil
 }
