@@ -105,10 +105,10 @@ func TestTheWebClient(t *testing.T) {
 	run := fmt.Sprint(time.Now().UnixNano())
 	env := []string{"PROJECT=demo-shardcount", "RUN=" + run, "AUTH_EMULATOR=" + dev.AuthHost(),
 		"FIRESTORE=" + dev.FirestoreHost()}
-	// node.mjs's posts, as the app's backend writes them: the guide's
+	// node.mjs's posts (and the recipe's, -b), as the app's backend writes them: the guide's
 	// kinds count only posts that exist (keys_in).
 	db := testenv.FirestoreAt(t, dev.FirestoreHost(), testenv.AuthProject())
-	for _, post := range []string{"post-" + run, "post-" + run + "-retry"} {
+	for _, post := range []string{"post-" + run, "post-" + run + "-b", "post-" + run + "-retry"} {
 		if _, err := db.Doc("posts/"+post).Set(context.Background(), map[string]any{"author": "node.mjs"}); err != nil {
 			t.Fatal(err)
 		}
