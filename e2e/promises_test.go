@@ -42,8 +42,6 @@ func TestCorruptCounterDocumentIsDataLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := testenv.ShardEvent(t, url("rollupCounter"), project, bad, 0, 1, time.Now())
-	const traceID = "0af7651916cd43dd8448eb211c80319c"
-	req.Header.Set("traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +50,25 @@ func TestCorruptCounterDocumentIsDataLoss(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("roll-up event of a corrupt counter: %d, want 204", resp.StatusCode)
 	}
-	if len(logs.Await(map[string]any{"severity": "ERROR", "counter_id": bad, "message": "acknowledging an event whose counter cannot roll up",
+	if len(logs.Await(map[string]any{"severity": "ERROR", "counter_id": bad, "message": "acknowledging an event whose counter cannot roll up"})) == 0 {
+		t.Errorf("no ERROR line for the corrupt counter's event")
+	}
+}
+
+// TestEventLogLinesAreInTheirTrace: rollupCounter's log lines carry the
+// trace of the request that delivered the event, as other functions' do
+// (they carried none).
+func TestEventLogLinesAreInTheirTrace(t *testing.T) {
+	t.Parallel()
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	r := testenv.Do(t, "POST", url("rollupCounter"), `{"specversion":"1.0"}`, "Content-Type", "application/cloudevents+json",
+		"traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
+	if r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("a structured-mode event: %s, want 415", r)
+	}
+	if len(logs.Await(map[string]any{"severity": "ERROR", "function": "rollupCounter", "status": float64(http.StatusUnsupportedMediaType),
 		"logging.googleapis.com/trace": "projects/" + project + "/traces/" + traceID})) == 0 {
-		t.Errorf("no ERROR line, in the event's trace, for the corrupt counter's event")
+		t.Errorf("no ERROR line in the event's trace")
 	}
 }
 

@@ -225,6 +225,11 @@ func TestAttacker(t *testing.T) {
 		if r := s.call("GET", "getCounter?counter_id=post-1&history=minute", "", "203.0.113.35", "Authorization", hal); r.Status != http.StatusTooManyRequests {
 			t.Errorf("another history read after 150 buckets with a burst of 2: %s, want 429", r)
 		}
+		// More than the burst can ever pay for is no wait but a 400.
+		from = time.Now().UTC().Add(-299 * time.Minute).Format(time.RFC3339)
+		if r := s.call("GET", "getCounter?counter_id=post-1&history=minute&from="+from, "", "203.0.113.36", "Authorization", s.user("hal-wide", false)); r.Status != http.StatusBadRequest {
+			t.Errorf("300 buckets with a burst of 2 tokens: %s, want 400", r)
+		}
 	})
 
 	t.Run("mallory takes no id and no trending slot", func(t *testing.T) {

@@ -17,6 +17,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -257,6 +258,21 @@ func (l *Limiter) Available(b Budget, max int, keys ...Key) int {
 		max = min(max, tokens)
 	}
 	return max
+}
+
+// Burst is the most tokens of budget b one Take may ask of every key
+// (math.MaxInt when none is limited): more is refused whatever the wait.
+func (l *Limiter) Burst(b Budget, keys ...Key) int {
+	most := math.MaxInt
+	if l == nil {
+		return most
+	}
+	for _, key := range keys {
+		if limit, ok := l.limit(key, b); ok {
+			most = min(most, limit.Burst)
+		}
+	}
+	return most
 }
 
 // limit is key's limit of budget b; false when it has none.

@@ -319,6 +319,11 @@ func (a *app) commitIncrements(ctx context.Context, id string, ops []firestoredb
 	return a.store.Increments.Apply(ctx, id, ops)
 }
 
+// firstUseReads is what a first use reads beyond an increment: its
+// commit finds the counter's document absent, and keys_in reads the app's
+// document (not what createCounter's token pays for, a purge).
+const firstUseReads = 2
+
 // payForFirstUse spends the caller's create budget when its increment
 // would create counter c (a counter of a kind nobody used yet): an end
 // user mints new counters, ranked ones among them, at the pace of
@@ -328,7 +333,7 @@ func (a *app) payForFirstUse(ctx context.Context, req *httpapi.Request, c counte
 	if !c.Version.IsZero() {
 		return nil
 	}
-	if err := a.allow(ctx, req, ratelimit.Create, 1); err != nil {
+	if err := a.allowPaying(ctx, req, ratelimit.Create, 1, firstUseReads); err != nil {
 		return err
 	}
 	kind, ok := a.cfg.Kinds.Of(c.ID)

@@ -151,7 +151,11 @@ func (a *app) getCounter(ctx context.Context, req *httpapi.Request) (int, any, e
 		}
 	}
 	if h != nil {
-		if err := a.allow(ctx, req, ratelimit.History, (len(h.starts)+historyBuckets-1)/historyBuckets); err != nil {
+		tokens := (len(h.starts) + historyBuckets - 1) / historyBuckets
+		if most := a.limiter.Burst(ratelimit.History, ratelimit.User(req.User), ratelimit.Address(req.ClientAddr)); !req.Admin && tokens > most {
+			return 0, nil, errs.Invalid("from", "and to span %d buckets: this deployment's history budget (RATE_LIMITS) allows at most %d at once", len(h.starts), most*historyBuckets)
+		}
+		if err := a.allow(ctx, req, ratelimit.History, tokens); err != nil {
 			return 0, nil, err
 		}
 	} else if consistency != "strong" {

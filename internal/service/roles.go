@@ -101,6 +101,12 @@ func (a *app) mayCreate(req *httpapi.Request) (counter.Origin, int, error) {
 // and its address's, and books them on the request's ledger. Admins have
 // none. Every handler spends before it reads anything.
 func (a *app) allow(ctx context.Context, req *httpapi.Request, b ratelimit.Budget, n int) error {
+	return a.allowPaying(ctx, req, b, n, n*readsPaid[b])
+}
+
+// allowPaying is allow, booking reads on the ledger: for a use of a budget
+// that reads less than what it pays for elsewhere.
+func (a *app) allowPaying(ctx context.Context, req *httpapi.Request, b ratelimit.Budget, n, reads int) error {
 	if req.Admin {
 		return nil
 	}
@@ -108,7 +114,7 @@ func (a *app) allow(ctx context.Context, req *httpapi.Request, b ratelimit.Budge
 		return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: wait,
 			Message: fmt.Sprintf("too many requests from this user or address (budget %q, see RATE_LIMITS and ADDRESS_RATE_LIMITS); retry after the time in Retry-After", b)}
 	}
-	ledger.Pay(ctx, n*readsPaid[b])
+	ledger.Pay(ctx, reads)
 	return nil
 }
 

@@ -78,8 +78,10 @@ func (w *statusWriter) WriteHeader(status int) {
 
 // answered is the status the caller got, given what the handler panicked
 // with (nil for none): the status written, if any; else a panic is a 500
-// (net/http's recovery answers one), or, for http.ErrAbortHandler, no
-// answer at all (0: the connection is dropped on purpose).
+// (functions-framework's recovery answers one), or, for
+// http.ErrAbortHandler, none (0: the handler aborts on purpose; behind
+// functions-framework the caller still gets its 500, but nothing here
+// raises it).
 func (w *statusWriter) answered(p any) int {
 	switch {
 	case p == nil || w.wroteHeader:
