@@ -245,22 +245,20 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 			g.Go(func() error {
 				var one ReconcileResponse
 				err := a.reconcileOne(ctx, e, &one)
-				if err != nil && !errs.Is(err, errs.NotFound) {
-					// The pass goes on past it, so the scheduled runs
-					// visit it from now on, until it heals.
-					if merr := (boundedSource{a}).Mark(ctx, e.ID, time.Now()); merr != nil {
-						mu.Lock()
-						unmarked = true
-						mu.Unlock()
-					}
-				}
-				mu.Lock()
-				defer mu.Unlock()
 				if errs.Is(err, errs.NotFound) {
 					return nil // gone meanwhile
 				}
+				var markErr error
+				if err != nil {
+					// The pass goes on past it: the scheduled runs visit
+					// it from now on, until it heals.
+					markErr = boundedSource{a}.Mark(ctx, e.ID, time.Now())
+				}
+				mu.Lock()
+				defer mu.Unlock()
 				if err != nil {
 					resp.Failed++
+					unmarked = unmarked || markErr != nil
 					logging.FromContext(ctx).Warn("reconcile failed; the scheduled runs visit it again", "counter_id", e.ID, "error", err.Error())
 					return nil // counted: the pass goes on
 				}
