@@ -115,12 +115,13 @@ func (s *Counters) Create(ctx context.Context, c counter.Counter) (counter.Count
 			w = replaceWrite(name, fields, version)
 		}
 		w.UpdateTransforms = createdTransforms()
+		sent := s.now() // the cache's life starts with the commit, not its answer
 		resp, err := s.db.commit(ctx, w)
 		switch code(err) {
 		case codes.OK:
 			at := resp.GetCommitTime().AsTime()
 			c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, at, at
-			s.remember(c, s.now())
+			s.remember(c, sent)
 			return c, nil
 		case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 			// Created, or the tombstone purged on or dropped, meanwhile:

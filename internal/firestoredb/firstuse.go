@@ -39,9 +39,10 @@ func (p *incrementCommit) withCreation(writes []*pb.Write) []*pb.Write {
 	return append(writes, w)
 }
 
-// created settles a commit that created the counter: this instance knows
-// it from now on.
-func (p *incrementCommit) created(resp *pb.CommitResponse) {
+// created settles a commit, sent at sent, that created the counter: this
+// instance knows it from then on (not from the answer, which may come a
+// deadline later: the cache must not outlive what deletions allow for).
+func (p *incrementCommit) created(resp *pb.CommitResponse, sent time.Time) {
 	if !p.creates() || resp == nil {
 		return
 	}
@@ -49,7 +50,7 @@ func (p *incrementCommit) created(resp *pb.CommitResponse) {
 	at := resp.GetCommitTime().AsTime()
 	c.AsOf, c.CreatedAt, c.Version = notRolledUp, at, versionOf(resp, len(resp.GetWriteResults())-1)
 	p.c = c
-	p.s.remember(c, p.s.now())
+	p.s.remember(c, sent)
 }
 
 // reread follows a lost race of a creating commit: the counter was

@@ -138,7 +138,7 @@ func (p *incrementCommit) commit(ctx context.Context) bool {
 		if p.marks {
 			p.s.noteMarked(p.c, start)
 		}
-		p.created(resp)
+		p.created(resp, start)
 		p.settle(resp)
 		return false
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:

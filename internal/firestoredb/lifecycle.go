@@ -42,6 +42,7 @@ const deleteChunk = 499
 // again only purges more.
 func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
 	var tomb counter.Deletion
+	sent := s.now() // no later than the commit: when what it wrote is known from
 	c, resp, err := s.update(ctx, id, true, "delete counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.IsDeleted() {
 			return nil, nil
@@ -63,7 +64,7 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 		c.Deleted, c.Version = tomb, versionOf(resp, 0)
 	}
 	s.forget(id)
-	s.remember(c, s.now())
+	s.remember(c, sent)
 	// Half of what is left of the request's time; the rest is purged
 	// later, by reconcile or by a create of the same id.
 	pctx := ctx

@@ -24,6 +24,7 @@ import (
 // merge_until; after it, Reshard finishes that merge itself and goes on.
 func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error) {
 	var next counter.Counter
+	sent := s.now() // no later than the commit: when what it wrote is known from
 	c, resp, err := s.update(ctx, id, false, "reshard", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.Reshard.Merging() {
 			if wait := c.Reshard.MergeUntil.Sub(s.now()); wait > 0 {
@@ -65,7 +66,7 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 		return next, next, 0, nil // the count it has (a finished merge is recorded by the next reshard or roll-up)
 	}
 	next.Version = versionOf(resp, 0)
-	s.remember(next, s.now())
+	s.remember(next, sent)
 	if n < c.NumShards {
 		merged, err = s.mergeShards(ctx, id, n, c.NumShards)
 		if err != nil {

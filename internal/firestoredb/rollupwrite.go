@@ -55,11 +55,12 @@ func (s *Rollups) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time,
 	if r.Correct != 0 {
 		writes = append(writes, s.shardWrite(c.ID, s.intn(c.NumShards), shardChange{Count: r.Correct, Commits: 1}))
 	}
+	sent := s.now() // the cache's life starts with the commit, not its answer
 	resp, err := s.db.commit(ctx, writes...)
 	switch code(err) {
 	case codes.OK:
 		if r.Reshard {
-			s.remember(c, s.now())
+			s.remember(c, sent)
 		}
 		return resp.GetWriteResults()[0].GetUpdateTime().AsTime(), true, nil
 	case codes.FailedPrecondition, codes.NotFound:

@@ -227,7 +227,8 @@ func (w *world) request(o *op) {
 		c, err := inst.store.Counters.LiveOrNewCached(ctx, o.counter)
 		unique, incarnation = c.Unique, w.incarnation[o.counter]
 		if err == nil && c.Version.IsZero() {
-			incarnation++ // of a kind, absent: the counter its commit creates
+			incarnation++ // of a kind, absent: the counter its commit creates (or meets)
+			o.firstUse = true
 		}
 		return err
 	}, func(err error) {
@@ -299,6 +300,11 @@ func (w *world) flush(inst *instance, id string) {
 	}, func(error) {
 		w.finish(f, nil)
 		for i, o := range batch {
+			if o.firstUse && f.committedTo != 0 {
+				// Its request's guess aside (another first use may have
+				// created the counter since), it counts where its commit did.
+				o.incarnation = f.committedTo
+			}
 			o.result = results[i]
 			w.finish(o, results[i].Err)
 			if n := ops[i].Ledger.Reads(); n > firestoredb.MaxReadsPerOp {
@@ -312,7 +318,7 @@ func (w *world) flush(inst *instance, id string) {
 				w.at(w.now().Add(time.Duration(100+w.rng.IntN(400))*time.Millisecond), func() {
 					r := w.newOp("increment", retry.counter, w.pick())
 					r.delta, r.user, r.key, r.attempt = retry.delta, retry.user, retry.key, retry.attempt+1
-					r.incarnation = retry.incarnation
+					r.incarnation, r.firstUse = retry.incarnation, retry.firstUse
 					w.enqueue(r)
 				})
 			}
@@ -458,6 +464,9 @@ func (w *world) onCommit(at time.Time, changes []fsmodel.Change) {
 		if by != nil && by.kind == "reset" {
 			w.wasReset[fmt.Sprintf("%s#%d", id, w.incarnation[id])] = true
 		}
+	}
+	if by != nil && by.kind == "flush" {
+		by.committedTo = w.incarnation[by.counter]
 	}
 	w.checkPurge(by, changes, at)
 	for _, ch := range changes {

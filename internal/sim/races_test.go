@@ -253,3 +253,39 @@ func TestFirstLikesOnEveryInstanceCreateTheCounterOnce(t *testing.T) {
 		t.Errorf("%d creations, %d counted, want 1 and %d", n, w.shardSum("likes:post", time.Time{}), len(users))
 	}
 }
+
+func TestALateAnswerDoesNotStretchTheCache(t *testing.T) {
+	// A first use's commit applied at once but was answered 2.5 s later
+	// (within the deadline). Its instance cached the new counter from the
+	// answer, not from the commit, so the cache outlived what the delete's
+	// purge_after allows for: an increment begun on the stale cache landed
+	// after the tombstone was dropped, and the id's next first use counted
+	// it (the deleted counter's +100, acknowledged with a 200).
+	w := scripted(t, 2)
+	w.counters = []string{"views:p1"}
+	lateAnswer, slowCommit := true, false
+	w.answerDelayOf = func(a *simsched.Actor, what string) time.Duration {
+		if what == "Commit" && opOf(a).inst == 0 && opOf(a).kind == "flush" && lateAnswer {
+			lateAnswer = false
+			return 2500 * time.Millisecond
+		}
+		return 0
+	}
+	w.latencyOf = func(a *simsched.Actor, what string) time.Duration {
+		if what == "Commit" && opOf(a).inst == 0 && slowCommit {
+			return 2500 * time.Millisecond
+		}
+		return 5 * time.Millisecond
+	}
+	w.at(ms(100), func() { w.add("views:p1", 0, 1, "") }) // its first use creates it
+	w.at(ms(300), func() { w.deleteOn(1, "views:p1") })   // purge_after: 0.3 s + lateWrites
+	purgeAfter := ms(300).Add(lateWrites)
+	var late *op
+	w.at(purgeAfter.Add(-2300*time.Millisecond), func() { slowCommit = true; late = w.add("views:p1", 0, 100, "") })
+	w.at(purgeAfter.Add(50*time.Millisecond), func() { w.reconcileOn(1, "views:p1") }) // drops the tombstone
+	w.at(purgeAfter.Add(time.Second), func() { w.add("views:p1", 1, 1, "") })          // the id's next first use
+	w.quiesce(t, purgeAfter.Add(3*time.Second))
+	if sum := w.shardSum("views:p1", time.Time{}); sum != 1 || late.err == nil {
+		t.Errorf("the new counter holds %d, want 1; the increment begun on the stale cache answered %v, want NOT_FOUND", sum, late.err)
+	}
+}

@@ -31,7 +31,7 @@ var root = "projects/" + project + "/databases/(default)/documents/"
 // come back within a schedule.
 const (
 	cacheFor   = 3 * time.Second // SHARD_COUNT_CACHE
-	deadline   = time.Second     // FIRESTORE_DEADLINE
+	deadline   = 3 * time.Second // FIRESTORE_DEADLINE: longer than lateWrites' second of slack, as deployed (10 s)
 	lateWrites = cacheFor + deadline + time.Second
 	cadence    = time.Second // ROLLUP_CADENCE
 	maxBatch   = 8           // GROUP_COMMIT_MAX_BATCH
@@ -58,6 +58,7 @@ type config struct {
 	pFault     float64 // a Firestore call fails (half of them after applying)
 	pCancel    float64 // an actor's context ends during it
 	pSlow      float64 // a call takes 200–800 ms
+	pLate      float64 // a call's answer comes back up to 2 s after it applied
 	pDrop      float64 // a write's event is never delivered
 	pDup       float64 // …or delivered twice
 	pLong      float64 // a delivery is late by up to 3 s
@@ -78,6 +79,7 @@ func randomConfig(r *rand.Rand) config {
 		pFault:     r.Float64() * 0.1,
 		pCancel:    r.Float64() * 0.05,
 		pSlow:      r.Float64() * 0.05,
+		pLate:      r.Float64() * 0.05,
 		pDrop:      r.Float64() * 0.2,
 		pDup:       r.Float64() * 0.2,
 		pLong:      r.Float64() * 0.1,
@@ -108,6 +110,11 @@ type op struct {
 	counter     string
 	inst        int
 	incarnation int // of the counter when the operation started
+	// firstUse: an increment whose request found its kind's counter
+	// absent, counted in whichever counter of the id its commit met.
+	firstUse bool
+	// committedTo is the incarnation a flush's last commit wrote to.
+	committedTo int
 	delta       int64
 	user, key   string
 	attempt     int
@@ -160,6 +167,8 @@ type world struct {
 	// latencyOf, when set, replaces the random latencies (scripted
 	// scenarios): how long actor a's call (what) takes.
 	latencyOf func(a *simsched.Actor, what string) time.Duration
+	// answerDelayOf, when set, replaces the random answer delays.
+	answerDelayOf func(a *simsched.Actor, what string) time.Duration
 
 	problems []string
 	trace    []string
@@ -169,7 +178,7 @@ type world struct {
 func newWorld(r *rand.Rand, cfg config) *world {
 	w := &world{rng: r, cfg: cfg, s: simsched.New(epoch, r), ctx: logging.NewContext(context.Background(), quiet),
 		incarnation: map[string]int{}, createdAt: map[string][]time.Time{}, wasReset: map[string]bool{}, dropped: map[string]time.Time{}}
-	w.s.Latency, w.s.Fault, w.s.FaultError = w.latency, w.fault, unavailable
+	w.s.Latency, w.s.Fault, w.s.FaultError, w.s.AnswerDelay = w.latency, w.fault, unavailable, w.answerDelay
 	w.s.Trace = func(a *simsched.Actor, c *simsched.Call, err error) {
 		w.tracef("  actor %d (%s) %s -> %v", a.ID, opOf(a).kind, c.What, err)
 	}
@@ -232,6 +241,19 @@ func (w *world) latency(a *simsched.Actor, c *simsched.Call) time.Duration {
 		return time.Duration(30+w.rng.IntN(50)) * time.Millisecond
 	}
 	return time.Duration(1+w.rng.IntN(20)) * time.Millisecond
+}
+
+// answerDelay is how long a call's answer takes to come back after it
+// ran: within the deadline with the latency (at most 800 ms), as a
+// Firestore answer does.
+func (w *world) answerDelay(a *simsched.Actor, c *simsched.Call) time.Duration {
+	if w.answerDelayOf != nil {
+		return w.answerDelayOf(a, c.What)
+	}
+	if !w.noisy() || w.rng.Float64() >= w.cfg.pLate {
+		return 0
+	}
+	return time.Duration(w.rng.IntN(2000)) * time.Millisecond
 }
 
 // fault says whether a call now fails, half of the failures after it

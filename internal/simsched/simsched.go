@@ -53,6 +53,10 @@ type Scheduler struct {
 	// FaultError what it then returns.
 	Fault      func(a *Actor, c *Call) Fault
 	FaultError func() error
+	// AnswerDelay, when set, is how long the answer of a call that ran
+	// takes to come back (a commit applied long before its caller learns
+	// so); an actor whose context ends meanwhile gets its error instead.
+	AnswerDelay func(a *Actor, c *Call) time.Duration
 	// Trace, when set, is told the outcome of every call.
 	Trace func(a *Actor, c *Call, err error)
 
@@ -245,6 +249,23 @@ func (s *Scheduler) execute(a *Actor, c *Call) {
 	if s.Trace != nil {
 		s.Trace(a, c, r.err)
 	}
+	if c.Apply != nil && s.AnswerDelay != nil {
+		if d := s.AnswerDelay(a, c); d > 0 {
+			a.pending = s.push(s.now.Add(d), func() {
+				a.pending = nil
+				if a.ctx.Err() != nil && r.err == nil {
+					a.Faulted, r = true, reply{err: a.ctx.Err()}
+				}
+				s.answer(a, r)
+			})
+			return
+		}
+	}
+	s.answer(a, r)
+}
+
+// answer resumes actor a with r and waits for it to block again.
+func (s *Scheduler) answer(a *Actor, r reply) {
 	a.reply <- r
 	s.await()
 }
