@@ -80,6 +80,9 @@ func FuzzGetCounterQuery(f *testing.F) {
 	f.Add("counter_id=a&history=minute&from=2026-11-23T05:00:00Z&to=2026-11-23T06:00:00%2B01:00")
 	f.Add("counter_id=a&history=day&from=1970-01-01T00:00:00Z")
 	f.Add("counter_id=a&history=minute&from=0000-12-31T23:00:00Z&to=0000-12-31T23:30:00Z")
+	// A default span back from year 1 reached year 0: a 500 from Firestore.
+	f.Add("counter_id=a&history=day&to=0001-01-01T00:00:00Z")
+	f.Add("counter_id=a&history=minute&to=0001-01-01T00:10:00Z")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {

@@ -82,6 +82,9 @@ const MaxBuckets = 1000
 // to the one holding to, oldest first; at most MaxBuckets.
 func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
 	first, last := g.Start(from), g.Start(to)
+	// A default span that reaches before year 1 starts there: Firestore
+	// keeps no earlier timestamp, and would refuse the query.
+	first = later(first, firstBucket)
 	if last.Before(first) {
 		return nil, errs.Invalid("from", "must not be after to")
 	}
@@ -94,6 +97,16 @@ func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
 		starts[i] = first.Add(time.Duration(i) * g.Length())
 	}
 	return starts, nil
+}
+
+// firstBucket is the earliest bucket start: Firestore's earliest time.
+var firstBucket = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // DefaultSpan is how many buckets history returns when only to (or
