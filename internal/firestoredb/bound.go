@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 )
@@ -15,7 +17,10 @@ import (
 // shards on every commit, so each instance keeps, per counter, a known
 // value: an exact SUM the first time it commits to the counter (and again
 // after SHARD_COUNT_CACHE), plus what it committed since. Within
-// counter.CheckedZone of the bound, every commit sums first. Other
+// counter.CheckedZone of the bound, every commit sums first, and at the
+// read time of its sum reads the counter document's version: the commit
+// is conditional on it and moves it (bound_checked_at), so two instances
+// that summed the same value cannot both commit against it. Other
 // instances' increments since the last sum are not in the known value: far
 // from the bound they cannot close the gap within one cache lifetime
 // unless they add more than CheckedZone (2^50) in it.
@@ -37,9 +42,16 @@ func nearBound(v int64) bool {
 func (p *incrementCommit) checkBound(ctx context.Context) error {
 	s, id := p.s, p.c.ID
 	kv, ok := s.known.Get(id)
+	p.guard = time.Time{}
 	if !ok || kv.near || !s.now().Before(kv.expires) {
 		start := s.now()
-		sum, _, err := s.sum(ctx, id, time.Time{})
+		var sum int64
+		var err error
+		if ok && kv.near && !p.creates() {
+			sum, p.guard, err = p.guardedSum(ctx)
+		} else if sum, _, err = s.sum(ctx, id, time.Time{}); err == nil && nearBound(sum) && !p.creates() {
+			sum, p.guard, err = p.guardedSum(ctx) // found near: again, guarded
+		}
 		if err != nil {
 			return err
 		}
@@ -59,6 +71,28 @@ func (p *incrementCommit) checkBound(ctx context.Context) error {
 		return true
 	})
 	return nil
+}
+
+// guardedSum sums the counter's shards, and reads its document's version,
+// at one read time: the version the commit is conditional on.
+func (p *incrementCommit) guardedSum(ctx context.Context) (int64, time.Time, error) {
+	c, at, err := p.s.storedAt(ctx, p.c.ID)
+	switch {
+	case err != nil:
+		return 0, time.Time{}, err
+	case c.IsDeleted():
+		return 0, time.Time{}, notFound(p.c.ID)
+	}
+	sum, _, err := p.s.sum(ctx, p.c.ID, at)
+	return sum, c.Version, err
+}
+
+// guardWrite moves the counter document's version from the one its sum
+// saw (see guardedSum), or fails the commit if another moved it first.
+func (p *incrementCommit) guardWrite() *pb.Write {
+	w := updateWrite(p.s.counterName(p.c.ID), nil, nil, p.guard)
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldBoundCheckedAt)}
+	return w
 }
 
 // noteKnown adds a committed change to the known value of counter id; a

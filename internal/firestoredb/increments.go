@@ -95,7 +95,7 @@ func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []
 				break
 			}
 			if attempt == maxApplyAttempts {
-				p.fail(errs.Retryable(nil, retryAfter, "counter %q: the same Idempotency-Key or member is being changed concurrently; retry", id))
+				p.fail(errs.Retryable(nil, retryAfter, "counter %q: the same Idempotency-Key or member, or a value near the bound, is being changed concurrently; retry", id))
 				break
 			}
 			if halves := p.splitByUser(); attempt >= 2 && halves != nil {
@@ -210,6 +210,7 @@ type incrementCommit struct {
 	net        int64
 	shardWrite bool
 	marks      bool              // the commit marks the counter active
+	guard      time.Time         // near the bound: the counter document's version the sum saw
 	span       trace.SpanContext // the flush's, set on the shard it writes
 	outcome    map[int]IncrementResult
 }
@@ -264,6 +265,9 @@ func (p *incrementCommit) writes() []*pb.Write {
 	// marked the counter lately (internal/activity).
 	if p.marks = len(writes) > 0 && p.s.markDue(p.c); p.marks {
 		writes = append(writes, p.s.activityWrite(p.c.ID, time.Time{}))
+	}
+	if !p.guard.IsZero() && len(writes) > 0 {
+		writes = append(writes, p.guardWrite())
 	}
 	return p.withCreation(writes)
 }

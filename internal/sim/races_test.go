@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
@@ -287,5 +290,51 @@ func TestALateAnswerDoesNotStretchTheCache(t *testing.T) {
 	w.quiesce(t, purgeAfter.Add(3*time.Second))
 	if sum := w.shardSum("views:p1", time.Time{}); sum != 1 || late.err == nil {
 		t.Errorf("the new counter holds %d, want 1; the increment begun on the stale cache answered %v, want NOT_FOUND", sum, late.err)
+	}
+}
+
+func TestIncrementsNearTheBoundAtOnceStayWithinIt(t *testing.T) {
+	// A counter at 2^53 − 3 (MaxCount − 2) and three +1s through three
+	// instances at once: each summed it, each found room for its +1, and
+	// all three committed: 2^53, past what a JSON reader holds exactly.
+	w := scripted(t, 3)
+	w.latencyOf = func(_ *simsched.Actor, what string) time.Duration {
+		if what == "Commit" {
+			return 50 * time.Millisecond // a commit's round trip longer than a sum's
+		}
+		return 5 * time.Millisecond
+	}
+	w.at(ms(0), func() { w.createCounter(0, counter.Counter{ID: "c", NumShards: 4, Origin: counter.ByAdmin}) })
+	// Written outside the functions: MaxCount − 2 on a shard, as a reset to
+	// counter.MaxReset and 2^50 of increments would leave it (the
+	// exactness check counts from it, as from a reset).
+	w.at(ms(100), func() {
+		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
+			Operation:  &pb.Write_Update{Update: &pb.Document{Name: root + "counters/c/shards/0"}},
+			UpdateMask: &pb.DocumentMask{},
+			UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "count",
+				TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: counter.MaxCount - 2}}}}},
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		w.wasReset["c#1"] = true
+		w.commits = append(w.commits, commitRec{at: w.now(), by: &op{kind: "reset", counter: "c"}})
+	})
+	var adds []*op
+	for i := range 3 {
+		w.at(ms(300), func() { adds = append(adds, w.add("c", i, 1, "")) })
+	}
+	w.quiesce(t, ms(1000))
+	if sum := w.shardSum("c", time.Time{}); sum != counter.MaxCount {
+		t.Errorf("the counter holds %d, want %d", sum, int64(counter.MaxCount))
+	}
+	var refused int
+	for _, a := range adds {
+		if errs.Is(a.err, errs.OutOfRange) {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d of the three +1s refused (OUT_OF_RANGE), want 1", refused)
 	}
 }
