@@ -56,7 +56,7 @@ done
 [ -n "$project" ] || die "no project: pass --project or set PROJECT_ID"
 # Paths mean what they meant where the script was run.
 if [ -n "$firestore_from" ]; then
-  firestore_from=$(cd -- "$firestore_from" 2>/dev/null && pwd) || die "--firestore-from: $firestore_from is not a directory"
+  firestore_from=$(cd -- "$firestore_from" 2>/dev/null && pwd -P) || die "--firestore-from: $firestore_from is not a directory"
 fi
 cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || die "Go is needed to generate the deploy plan (https://go.dev/dl/)"

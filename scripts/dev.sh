@@ -35,19 +35,22 @@ while [ $# -gt 0 ]; do
     *) echo "dev.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-# Paths mean what they meant where the script was run.
+# Paths mean what they meant where the script was run (physical: the
+# Firebase CLI resolves firebase.json's paths from the real directory).
 if [ -n "$rules" ]; then
-  rules=$(cd "$(dirname "$rules")" 2>/dev/null && echo "$(pwd)/$(basename "$rules")") || { echo "dev.sh: RULES=$RULES: no such directory" >&2; exit 2; }
+  rules=$(cd "$(dirname "$rules")" 2>/dev/null && echo "$(pwd -P)/$(basename "$rules")") || { echo "dev.sh: RULES=$RULES: no such directory" >&2; exit 2; }
 fi
 if [ -n "$app" ]; then
-  app=$(cd -- "$app" 2>/dev/null && pwd) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
+  app=$(cd -- "$app" 2>/dev/null && pwd -P) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
 fi
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 if [ -n "$app" ]; then
-  rules=$(go run ./cmd/firebasemerge -where -database "${FIRESTORE_DATABASE:-(default)}" "$app" | cut -f1)
-  go run ./cmd/firebasemerge -check "$app" >/dev/null ||
-    echo "warning: $rules lacks shardcount's current rules: run scripts/firebase-merge.sh $app" >&2
+  where=$(go run ./cmd/firebasemerge -where -database "${FIRESTORE_DATABASE:-(default)}" "$app")
+  rules=$(printf '%s\n' "$where" | cut -f1)
+  groups=$(printf '%s\n' "$where" | cut -f3) # the groups its block holds: checked for those
+  go run ./cmd/firebasemerge -check ${groups:+-only "$groups"} -database "${FIRESTORE_DATABASE:-(default)}" "$app" >/dev/null ||
+    echo "warning: $rules lacks shardcount's current rules: run scripts/firebase-merge.sh${groups:+ --only $groups} $app" >&2
 fi
 rules=${rules:-firestore.rules}
 [ -f "$rules" ] || sc_die "no rules file $rules"

@@ -29,6 +29,6 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 1 ] || { echo "usage: scripts/firebase-merge.sh [--check] [--only GROUPS] PATH_TO_APP" >&2; exit 2; }
 # The app's path means what it meant where the script was run.
-app=$(cd -- "$1" 2>/dev/null && pwd) || { echo "firebase-merge: $1 is not a directory" >&2; exit 2; }
+app=$(cd -- "$1" 2>/dev/null && pwd -P) || { echo "firebase-merge: $1 is not a directory" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 exec go run ./cmd/firebasemerge $check -only "$only" -database "${FIRESTORE_DATABASE:-(default)}" "$app"

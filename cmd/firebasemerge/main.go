@@ -12,7 +12,9 @@
 // With -check it writes nothing and exits 1 when the app's files lack
 // shardcount's current block or an index, compared by meaning as
 // scripts/deploy.sh --firestore-from compares them. With -where it prints
-// the app's two files (scripts/dev.sh runs the emulator with its rules).
+// the app's two files and the groups its rules' block holds
+// (scripts/dev.sh runs the emulator with its rules, and checks them for
+// those groups).
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/shardcount/shardcount/internal/firebasemerge"
 	"github.com/shardcount/shardcount/internal/service"
@@ -31,7 +34,7 @@ func main() {
 	only := flag.String("only", "", "the groups the app deploys (counters, instruments), comma-separated; default all")
 	database := flag.String("database", firebasemerge.DefaultDatabase, "the Firestore database whose files firebase.json names")
 	repo := flag.String("repo", ".", "shardcount's repository")
-	where := flag.Bool("where", false, "print the app's rules and indexes files (as its firebase.json names them), tab-separated, and exit")
+	where := flag.Bool("where", false, "print the app's rules and indexes files (as its firebase.json names them) and the groups its rules' block holds (comma-separated), tab-separated, and exit")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: firebasemerge [-check] [-only GROUPS] [-database DB] [-repo DIR] APP_DIR")
 		flag.PrintDefaults()
@@ -47,7 +50,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "firebasemerge:", err)
 			os.Exit(2)
 		}
-		fmt.Printf("%s\t%s\n", files.Rules, files.Indexes)
+		var groups []string
+		if rules, err := os.ReadFile(files.Rules); err == nil {
+			if block, err := firebasemerge.Block(string(rules), nil); err == nil {
+				groups = firebasemerge.Groups(block)
+			}
+		}
+		fmt.Printf("%s\t%s\t%s\n", files.Rules, files.Indexes, strings.Join(groups, ","))
 		return
 	}
 	stale, err := run(*repo, flag.Arg(0), *only, *database, *check)
@@ -108,6 +117,11 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 			continue
 		}
 		stale = true
+		if _, err := os.Stat(filepath.Dir(f.path)); os.IsNotExist(err) {
+			// firebase.json names a directory that is not there: say so,
+			// in case it is a typo.
+			fmt.Printf("%s: created (firebase.json names it)\n", filepath.Dir(f.path))
+		}
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return false, err
 		}

@@ -45,14 +45,21 @@ func TestDryRunFirestoreFromAnApp(t *testing.T) {
 		t.Errorf("the merge lost the app's own rules:\n%s", rules)
 	}
 
-	// An app merged for every group deploys the counters alone.
+	// An app merged for every group is refused for the counters alone (its
+	// files would deploy the instruments' rules and indexes) until merged
+	// for them.
 	all := exec.Command("bash", "scripts/firebase-merge.sh", app)
 	all.Dir = root
 	if out, err := all.CombinedOutput(); err != nil {
 		t.Fatalf("firebase-merge.sh: %v\n%s", err, out)
 	}
-	if plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app); err != nil {
+	if plan, err := dryRun(t, []string{"PAGE_TOKEN_SECRET="}, "--project", "demo-x", "--only", "counters", "--firestore-from", app); err == nil || !strings.Contains(plan, "firebase-merge.sh --only counters") {
 		t.Fatalf("the counters of an app merged for every group: %v\n%s", err, plan)
+	}
+	narrow := exec.Command("bash", "scripts/firebase-merge.sh", "--only", "counters", app)
+	narrow.Dir = root
+	if out, err := narrow.CombinedOutput(); err != nil {
+		t.Fatalf("firebase-merge.sh --only counters: %v\n%s", err, out)
 	}
 	// The app's own single-field indexes of a field go out as they are;
 	// a vector index, which gcloud's flags cannot say, is refused.
@@ -236,5 +243,68 @@ func TestMergingIntoShardcountItselfIsRefused(t *testing.T) {
 	}
 	if out, err := exec.Command("git", "-C", root, "status", "--porcelain", "firestore.rules", "firestore.indexes.json").Output(); err != nil || len(out) > 0 {
 		t.Errorf("shardcount's own files changed: %s %v", out, err)
+	}
+}
+
+// TestNarrowingAMergeDropsTheOtherGroups: an app merged for every group,
+// then for the counters only. The instruments' section and indexes stayed
+// (a block with more groups passed), so `deploy.sh --only counters
+// --firestore-from` deployed their rules and indexes into the app.
+func TestNarrowingAMergeDropsTheOtherGroups(t *testing.T) {
+	app := t.TempDir()
+	os.WriteFile(filepath.Join(app, "firestore.rules"), []byte(readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.rules"))), 0o644)
+	os.WriteFile(filepath.Join(app, "firestore.indexes.json"), []byte(readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.indexes.json"))), 0o644)
+	script := func(name string, args ...string) (string, error) {
+		cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", name)}, args...)...)
+		cmd.Env = append(os.Environ(), "PAGE_TOKEN_SECRET=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := script("firebase-merge.sh", app); err != nil {
+		t.Fatalf("the merge of every group: %v\n%s", err, out)
+	}
+	if out, err := script("firebase-merge.sh", "--check", "--only", "counters", app); err == nil {
+		t.Errorf("--check --only counters passes rules and indexes that hold the instruments':\n%s", out)
+	}
+	if out, err := script("firebase-merge.sh", "--only", "counters", app); err != nil {
+		t.Fatalf("the merge of the counters only: %v\n%s", err, out)
+	}
+	rules, indexes := readFile(t, filepath.Join(app, "firestore.rules")), readFile(t, filepath.Join(app, "firestore.indexes.json"))
+	if strings.Contains(rules, "/instruments/") || strings.Contains(indexes, `"instruments"`) || !strings.Contains(rules, "match /posts/{postId}") {
+		t.Errorf("narrowed to the counters, the app's files hold the instruments' (or lost the app's own):\n%s\n%s", rules, indexes)
+	}
+	if out, err := script("firebase-merge.sh", "--check", "--only", "counters", app); err != nil {
+		t.Errorf("--check --only counters after the narrowing: %v\n%s", err, out)
+	}
+	plan, err := script("deploy.sh", "--dry-run", "--project", "demo-x", "--only", "counters", "--firestore-from", app)
+	if err != nil || strings.Contains(plan, "instruments") {
+		t.Errorf("the plan of the counters only: %v\n%s", err, plan)
+	}
+}
+
+// TestAnAppReachedThroughASymlink: firebase.json's paths are the real
+// directory's, as the Firebase CLI reads them; the merge wrote beside the
+// link instead, and the CLI then deployed the unmerged file.
+func TestAnAppReachedThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", "myapp")
+	os.MkdirAll(real, 0o755)
+	os.MkdirAll(filepath.Join(dir, "real", "shared"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "links"), 0o755)
+	os.WriteFile(filepath.Join(real, "firebase.json"), []byte(`{"firestore": {"rules": "../shared/app.rules", "indexes": "../shared/app.indexes.json"}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "real", "shared", "app.rules"), []byte(readFile(t, filepath.Join(root, "internal/firebasemerge/testdata/app/firestore.rules"))), 0o644)
+	if err := os.Symlink(filepath.Join("..", "real", "myapp"), filepath.Join(dir, "links", "myapp")); err != nil {
+		t.Fatal(err)
+	}
+	merge := exec.Command("bash", filepath.Join(root, "scripts/firebase-merge.sh"), "--only", "counters", "myapp")
+	merge.Dir = filepath.Join(dir, "links")
+	if out, err := merge.CombinedOutput(); err != nil {
+		t.Fatalf("the merge through the link: %v\n%s", err, out)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(dir, "real", "shared", "app.rules")), "BEGIN shardcount rules") {
+		t.Error("the file firebase.json names (from the real directory) was not merged")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "links", "shared")); err == nil {
+		t.Error("the merge wrote beside the link")
 	}
 }

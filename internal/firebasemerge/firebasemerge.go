@@ -99,11 +99,12 @@ var errNoBlock = errors.New("firebasemerge: no shardcount block (its BEGIN and E
 var documentsPath = regexp.MustCompile(`^/databases/\{\w+\}/documents$`)
 
 // HasBlock reports whether rules hold block: the same lines, whatever
-// their indentation and blank lines, the switch aside, and the sections of
-// block's groups; sections of other groups may be there too (an app that
-// deploys some groups now may deploy others later).
+// their indentation and blank lines, the switch aside, with the sections
+// of block's groups and no other (a section of a group not deployed would
+// still grant what it grants: `--only counters` brings nothing of the
+// instruments example).
 func HasBlock(rules, block string) bool {
-	have, err := Block(rules, Groups(block))
+	have, err := Block(rules, nil)
 	return err == nil && meaning(have) == meaning(block)
 }
 
@@ -120,8 +121,22 @@ func meaning(block string) string {
 	return strings.Join(lines, "\n")
 }
 
-// documentsScope finds the line that opens the documents scope.
-var documentsScope = regexp.MustCompile(`(?m)^[ \t]*match\s+/databases/\{\w+\}/documents\s*\{[ \t]*\n`)
+// documentsScope returns where the documents scope's body begins: after
+// the line of its opening brace, as the rules language reads the file
+// (not in a comment or a string).
+func documentsScope(rules string) (int, bool) {
+	for _, m := range scan(rules).matches {
+		if !documentsPath.MatchString(m.path) {
+			continue
+		}
+		at := m.brace + 1
+		if nl := strings.IndexByte(rules[at:], '\n'); nl >= 0 && strings.TrimSpace(rules[at:at+nl]) == "" {
+			return at + nl + 1, true
+		}
+		return 0, false // more on the brace's line: no line of its own to put the block after
+	}
+	return 0, false
+}
 
 // Rules returns the app's rules with block in it: replacing the block
 // already there (keeping its switch's value), or inserted at the top of
@@ -138,11 +153,11 @@ func Rules(app, block string) (string, []string, error) {
 	case err != errNoBlock:
 		return "", nil, err
 	default:
-		loc := documentsScope.FindStringIndex(app)
-		if loc == nil {
-			return "", nil, errors.New("firebasemerge: the app's rules have no `match /databases/{database}/documents {` line to put the block in")
+		at, ok := documentsScope(app)
+		if !ok {
+			return "", nil, errors.New("firebasemerge: the app's rules have no `match /databases/{database}/documents {` line (its brace ending the line) to put the block in")
 		}
-		app = app[:loc[1]] + "\n" + block + "\n" + app[loc[1]:]
+		app = app[:at] + "\n" + block + "\n" + app[at:]
 	}
 	return app, Overlaps(app), nil
 }

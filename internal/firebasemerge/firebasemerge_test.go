@@ -75,8 +75,10 @@ func TestGroupsHaveSectionsOfTheirOwn(t *testing.T) {
 		t.Fatalf("the counters' block:\n%s", counters)
 	}
 	merged, _, _ := Rules(readFile(t, "testdata/app/firestore.rules"), all)
-	if !HasBlock(merged, counters) {
-		t.Error("a block with both groups does not hold the counters' (deploying some groups of an app merged for all was refused)")
+	// An app merged for every group, then for the counters only: the
+	// instruments' section goes (it would still grant what it grants).
+	if HasBlock(merged, counters) {
+		t.Error("a block with both groups holds the counters' only: --only counters would deploy the instruments' rules")
 	}
 	if HasBlock(strings.Replace(merged, "match /counters/{counterId}", "match /counterz/{counterId}", 1), counters) {
 		t.Error("a block whose counters' section differs holds the counters'")
@@ -106,6 +108,9 @@ func TestOverlapsNameTheLine(t *testing.T) {
 		{"two on a line", "match /posts/{id} { allow read: if true; } match /counters/{id} { allow get: if true; }", true},
 		{"a comment with a brace", "match /posts/{id} { // }\n allow read: if true; }\n    match /counters/{id} { allow read; }", true},
 		{"deny all", "match /{document=**} { allow read, write: if false; }", false},
+		{"one counter by its id", "match /counters/site-total { allow read, write: if true; }", true},
+		{"one counter's shards", "match /counters/site-total/shards/{s} { allow write: if true; }", true},
+		{"a collection of the app's named like ours", "match /counters_archive/{id} { allow read: if true; }", false},
 		{"in a block comment", "/* match /{document=**} { allow read, write: if true; } */", false},
 	} {
 		app := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    " + tc.inner + "\n  }\n}\n"
@@ -199,9 +204,24 @@ func TestIndexesMergeIsIdempotentAndKeepsTheApp(t *testing.T) {
 	if _, err := Indexes(conflict, ours, nil); err == nil || !strings.Contains(err.Error(), "idempotency_keys/expire_at") {
 		t.Errorf("a conflicting override: %v, want an error naming it", err)
 	}
-	counters, _ := Indexes(nil, ours, func(g string) bool { return g != "instruments" })
+	onlyCounters := func(g string) bool { return g != "instruments" }
+	counters, _ := Indexes(nil, ours, onlyCounters)
 	if strings.Contains(string(counters), `"instruments"`) {
 		t.Errorf("the counters' indexes hold the instruments':\n%s", counters)
+	}
+	// Merged for every group, then for the counters only: ours of the
+	// instruments go, the app's own stay.
+	if unused, err := UnusedIndexes(once, ours, onlyCounters); err != nil || len(unused) == 0 {
+		t.Errorf("an app merged for every group holds no index of the instruments': %v %v", unused, err)
+	}
+	narrowed, err := Indexes(once, ours, onlyCounters)
+	if unused, _ := UnusedIndexes(narrowed, ours, onlyCounters); err != nil || len(unused) > 0 || strings.Contains(string(narrowed), `"instruments"`) {
+		t.Errorf("merged for the counters only, it still holds %v (%v)", unused, err)
+	}
+	var n struct{ Indexes []any }
+	json.Unmarshal(narrowed, &n)
+	if missing, _ := MissingIndexes(narrowed, ours, onlyCounters); len(missing) > 0 || len(n.Indexes) < len(a.Indexes) {
+		t.Errorf("narrowed, it lacks %v, or the app's own (%d of %d)", missing, len(n.Indexes), len(a.Indexes))
 	}
 }
 
@@ -260,5 +280,24 @@ func TestAppFilesFollowFirebaseJSON(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(`{"hosting":{}}`), 0o644)
 	if f, err := AppFiles(dir, DefaultDatabase); err != nil || f.Declared || f.Rules != filepath.Join(dir, "firestore.rules") {
 		t.Errorf("firebase.json without firestore: %+v %v", f, err)
+	}
+}
+
+// TestTheBlockGoesInTheRealScope: a commented-out documents scope above
+// the real one took the block (inside the comment); every later merge
+// added another.
+func TestTheBlockGoesInTheRealScope(t *testing.T) {
+	block, _ := Block(readFile(t, "../../firestore.rules"), []string{"counters"})
+	app := "rules_version = '2';\nservice cloud.firestore {\n  /* the old rules:\n  match /databases/{database}/documents {\n    match /x/{y} { allow read; }\n  */\n  match /databases/{database}/documents {\n    match /posts/{p} { allow read; }\n  }\n}\n"
+	once, _, err := Rules(app, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, _, err := Rules(once, block)
+	if err != nil || twice != once || !HasBlock(once, block) || strings.Count(once, beginMarker) != 1 {
+		t.Fatalf("merged into the commented-out scope (%v):\n%s", err, twice)
+	}
+	if strings.Index(once, beginMarker) < strings.Index(once, "*/") {
+		t.Fatalf("the block is inside the comment:\n%s", once)
 	}
 }

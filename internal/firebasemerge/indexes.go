@@ -12,12 +12,29 @@ import (
 type Keep func(collectionGroup string) bool
 
 // Indexes returns the app's indexes file with every index and field
-// override of ours that keep keeps added, unless there already. The app's
-// own entries, and any other key, stay as they are.
+// override of ours that keep keeps added, unless there already, and those
+// of ours that keep does not keep removed (an earlier merge of more
+// groups brought them). The app's own entries, and any other key, stay as
+// they are.
 func Indexes(app, ours []byte, keep Keep) ([]byte, error) {
 	a, o, err := parseBoth(app, ours, keep)
 	if err != nil {
 		return nil, err
+	}
+	drop, err := unusedOf(ours, keep)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		if _, ok := a[key]; ok {
+			kept := []any{}
+			for _, e := range list(a, key) {
+				if !drop[canonical(e)] {
+					kept = append(kept, e)
+				}
+			}
+			a[key] = kept
+		}
 	}
 	indexes, err := merge(list(a, "indexes"), list(o, "indexes"), canonical, nil)
 	if err != nil {
@@ -61,6 +78,49 @@ func MissingIndexes(app, ours []byte, keep Keep) ([]string, error) {
 		}
 	}
 	return missing, nil
+}
+
+// UnusedIndexes lists the entries of ours that keep does not keep (of
+// groups not deployed) and the app's file holds, exactly.
+func UnusedIndexes(app, ours []byte, keep Keep) ([]string, error) {
+	a, _, err := parseBoth(app, ours, nil)
+	if err != nil {
+		return nil, err
+	}
+	drop, err := unusedOf(ours, keep)
+	if err != nil {
+		return nil, err
+	}
+	var unused []string
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		for _, e := range list(a, key) {
+			if c := canonical(e); drop[c] {
+				unused = append(unused, "shardcount's "+map[string]string{"indexes": "index", "fieldOverrides": "field override"}[key]+" "+c)
+			}
+		}
+	}
+	return unused, nil
+}
+
+// unusedOf are the canonical forms of our entries that keep does not
+// keep; none when keep is nil (every group).
+func unusedOf(ours []byte, keep Keep) (map[string]bool, error) {
+	drop := map[string]bool{}
+	if keep == nil {
+		return drop, nil
+	}
+	var o map[string]any
+	if err := json.Unmarshal(ours, &o); err != nil {
+		return nil, fmt.Errorf("firebasemerge: our indexes: %w", err)
+	}
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		for _, e := range list(o, key) {
+			if g, _ := e["collectionGroup"].(string); !keep(g) {
+				drop[canonical(e)] = true
+			}
+		}
+	}
+	return drop, nil
 }
 
 // parseBoth parses the app's indexes (empty: none) and ours, keeping of

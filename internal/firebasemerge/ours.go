@@ -58,7 +58,9 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	case e != nil:
 		missing = append(missing, f.Rules+" lacks shardcount's rules block")
 	case !HasBlock(string(rules), o.Block):
-		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one, or other groups (%v)", f.Rules, Groups(o.Block)))
+		have, _ := Block(string(rules), nil)
+		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one, or the sections of other groups (it has %v, the groups deployed are %v)",
+			f.Rules, Groups(have), Groups(o.Block)))
 	}
 	indexes, err := read(f.Indexes)
 	if err != nil {
@@ -70,6 +72,13 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	}
 	for _, l := range lacks {
 		missing = append(missing, f.Indexes+" lacks "+l)
+	}
+	unused, err := UnusedIndexes(indexes, o.Indexes, o.Keep)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Indexes, err)
+	}
+	for _, u := range unused {
+		missing = append(missing, f.Indexes+" holds "+u+", of a group not deployed")
 	}
 	return missing, nil
 }
@@ -98,7 +107,11 @@ func (o Ours) Merge(f Files) (rules, indexes []byte, warnings []string, err erro
 	}
 	mergedIndexes := appIndexes
 	lacks, err := MissingIndexes(appIndexes, o.Indexes, o.Keep)
-	if err == nil && (appIndexes == nil || len(lacks) > 0) {
+	var unused []string
+	if err == nil {
+		unused, err = UnusedIndexes(appIndexes, o.Indexes, o.Keep)
+	}
+	if err == nil && (appIndexes == nil || len(lacks) > 0 || len(unused) > 0) {
 		mergedIndexes, err = Indexes(appIndexes, o.Indexes, o.Keep)
 	}
 	if err != nil {

@@ -5,14 +5,15 @@ import (
 	"strings"
 )
 
-// documentsOf are example paths of every kind of document each group of
-// shardcount keeps (under /databases/{database}/documents): a rule of the
-// app's that matches one of them adds to what shardcount's block allows
+// documentsOf are the paths of every kind of document each group of
+// shardcount keeps (under /databases/{database}/documents), * standing
+// for any document id: a rule of the app's that matches one of them, or
+// one document of one of them, adds to what shardcount's block allows
 // there, since rules add up.
 var documentsOf = map[string][]string{
-	"counters": {"counters/c", "counters/c/shards/0", "counters/c/members/u", "counters/c/idempotency_keys/k",
-		"counters/c/rollup_slots/s", "counters/c/windows/w", "counter_activity/c", "shardcount/reconcile"},
-	"instruments": {"instruments/i"},
+	"counters": {"counters/*", "counters/*/shards/*", "counters/*/members/*", "counters/*/idempotency_keys/*",
+		"counters/*/rollup_slots/*", "counters/*/windows/*", "counter_activity/*", "shardcount/reconcile"},
+	"instruments": {"instruments/*"},
 }
 
 // Overlaps returns a warning for each match statement outside
@@ -34,6 +35,7 @@ func Overlaps(rules string) []string {
 		for _, g := range groups {
 			for _, doc := range documentsOf[g] {
 				if globMatch(m.path, "/databases/(default)/documents/"+doc) {
+					doc = strings.ReplaceAll(doc, "*", "{id}")
 					warnings = append(warnings, fmt.Sprintf("line %d: `match %s` also matches shardcount's %s: rules add up, so it may allow more than shardcount's block does there (a list, a write); narrow it",
 						m.line, m.own, doc))
 					break docs
@@ -44,8 +46,10 @@ func Overlaps(rules string) []string {
 	return warnings
 }
 
-// globMatch reports whether a rules path pattern matches a path: {x}
-// stands for one segment, {x=**} for any number of them, zero included.
+// globMatch reports whether a rules path pattern matches a path, or one
+// of the paths a path with * segments stands for: {x} stands for one
+// segment, {x=**} for any number of them, zero included; * in the path
+// for any one segment of the pattern's (one document of ours).
 func globMatch(pattern, path string) bool {
 	return globSegments(split(pattern), split(path))
 }
@@ -76,7 +80,7 @@ func globSegments(pattern, path []string) bool {
 	if len(path) == 0 {
 		return false
 	}
-	if p != path[0] && !(strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}")) {
+	if p != path[0] && path[0] != "*" && !(strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}")) {
 		return false
 	}
 	return globSegments(pattern[1:], path[1:])

@@ -20,6 +20,7 @@ type scanned struct {
 type match struct {
 	own, path    string
 	line, offset int
+	brace        int // the offset of the brace that opens its scope
 	grants       bool
 }
 
@@ -153,7 +154,7 @@ func scan(rules string) scanned {
 				continue // not a match statement after all
 			}
 			stack = append(stack, open{path: own, depth: depth + 1, match: len(out.matches)})
-			out.matches = append(out.matches, match{own: own, path: full(), line: startLine, offset: at})
+			out.matches = append(out.matches, match{own: own, path: full(), line: startLine, offset: at, brace: brace})
 			i = brace - 1 // the loop goes on from the brace, which opens the scope
 		}
 	}
