@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/shardcount/internal/fsevent"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
@@ -342,6 +344,16 @@ func TestReconcileHealsALostLastEvent(t *testing.T) {
 	marked, _ := snap.Data()["timestamp"].(time.Time)
 	if marked.After(time.Now()) || time.Since(marked) > 10*cadence+5*time.Second {
 		t.Fatalf("the marker says %s: want at most 10 cadences before the lost write", marked)
+	}
+	// As an instance under ACTIVITY_SHARDS=20 would have left it, before
+	// the setting was lowered to this server's 10, which a run then saw:
+	// on a shard value the runs of 10 did not read.
+	fs := testenv.Firestore(t, project)
+	if _, err := fs.Doc("counter_activity/"+id).Update(context.Background(), []firestore.Update{{Path: "shard", Value: "15"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Doc("shardcount/reconcile").Set(context.Background(), map[string]any{"active_shards": 20}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
 	}
 	var rec struct {
 		Mode               string

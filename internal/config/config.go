@@ -225,7 +225,7 @@ var Settings = append([]Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingInterval }, time.Second, 24*time.Hour)},
 	{"AUTO_SHARDING_SLOW_COMMIT", "500ms", "An increment commit slower than this counts as contention for automatic sharding.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.AutoShardingSlowCommit }, time.Millisecond, time.Minute)},
-	{"ACTIVITY_SHARDS", "10", "Shard values of the activity index reconcile finds its work in (1–1000): it takes about 500 marker writes a second per value, one per active counter per 10 × `ROLLUP_CADENCE` per instance at most. Changing it (or ROLLUP_CADENCE, FIRESTORE_DEADLINE) makes the scheduled runs visit every marker once; above 30 each group of 30 values costs reads of its own. See docs/design/rollup.md.", Deployed,
+	{"ACTIVITY_SHARDS", "10", "Shard values of the activity index reconcile finds its work in (1–1000): it takes about 500 marker writes a second per value, one per active counter per 10 × `ROLLUP_CADENCE` per instance at most. Changing it (or ROLLUP_CADENCE, FIRESTORE_DEADLINE) makes the scheduled runs visit every marker once, and they keep reading as many values as its highest setting; above 30 each group of 30 values costs reads of its own. See docs/design/rollup.md.", Deployed,
 		intIn(func(c *Config) *int { return &c.ActivityShards }, 1, 1000)},
 	{"INSTRUMENT_SHARDS", "3", "Number of shard values of the instruments collection (1–1000). Only ever increase it.", Deployed,
 		intIn(func(c *Config) *int { return &c.InstrumentShards }, 1, 1000)},

@@ -72,10 +72,11 @@ func (s *Rollups) Mark(ctx context.Context, id string, at time.Time) error {
 	return classify(err, "mark "+id+" active")
 }
 
-// MarkersQueries are Markers' queries: one per chunk of shard values.
-func (s *Rollups) MarkersQueries(after activity.Cursor, until time.Time, limit int) []firestore.Query {
+// MarkersQueries are Markers' queries: one per chunk of shard values, of
+// the first shards (at least ACTIVITY_SHARDS).
+func (s *Rollups) MarkersQueries(shards int, after activity.Cursor, until time.Time, limit int) []firestore.Query {
 	var out []firestore.Query
-	for chunk := range slices.Chunk(shardedts.Values(s.activityShards()), shardedts.MaxIn) {
+	for chunk := range slices.Chunk(shardedts.Values(max(shards, s.activityShards())), shardedts.MaxIn) {
 		q := s.db.client.Collection(ActivityCollection).Where(fieldActivityShard, "in", chunk).
 			Where(fieldActivityAt, "<=", until).
 			OrderBy(fieldActivityAt, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit + 1)
@@ -92,8 +93,14 @@ func (s *Rollups) MarkersQueries(after activity.Cursor, until time.Time, limit i
 // Markers returns up to limit markers after the cursor, at or before
 // until, oldest first, and whether there are more (activity.Source).
 func (s *Rollups) Markers(ctx context.Context, after activity.Cursor, until time.Time, limit int) ([]activity.Marker, bool, error) {
+	return s.MarkersOn(ctx, 0, after, until, limit)
+}
+
+// MarkersOn is Markers on the first shards values (at least
+// ACTIVITY_SHARDS): those a higher setting once wrote on too.
+func (s *Rollups) MarkersOn(ctx context.Context, shards int, after activity.Cursor, until time.Time, limit int) ([]activity.Marker, bool, error) {
 	var all []activity.Marker
-	for _, q := range s.MarkersQueries(after, until, limit) {
+	for _, q := range s.MarkersQueries(shards, after, until, limit) {
 		docs, err := s.db.query(ctx, q)
 		if err != nil {
 			return nil, false, classify(err, "read the activity index")

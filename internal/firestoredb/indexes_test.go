@@ -46,8 +46,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"a rolling window":     store.Windows.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
 		"a user's likes":       store.Counters.LikedByQuery("u1", 20),
 		"a counter's members":  store.Counters.MembersQuery("likes:p1", "u1", 20),
-		"markers, first":       store.Rollups.MarkersQueries(activity.Cursor{}, now, 300)[0],
-		"markers, after":       store.Rollups.MarkersQueries(activity.Cursor{At: now, ID: "c"}, now, 300)[0],
+		"markers, first":       store.Rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
+		"markers, after":       store.Rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
 	} {
 		shape, err := indexcheck.ShapeOf(q)
 		if err != nil {

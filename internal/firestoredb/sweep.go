@@ -51,6 +51,10 @@ type ReconcileCursor struct {
 	// ActiveConfig is the settings that decide which markers a run reads
 	// (internal/service's activityConfig) as of the last scheduled run.
 	ActiveConfig string
+	// ActiveShards is the most shard values markers were ever written on
+	// (ACTIVITY_SHARDS at its highest): runs read all of them, so lowering
+	// the setting strands no marker.
+	ActiveShards int
 	After        string    // full audit: last counter id checked; "" at the start of a pass
 	PassStarted  time.Time // when the current pass began
 	Passes       int64     // completed passes
@@ -69,7 +73,8 @@ func (s *Rollups) LoadReconcileCursor(ctx context.Context) (ReconcileCursor, err
 	}
 	d := docOf(pd)
 	c := ReconcileCursor{After: d.str("after"), PassStarted: d.time("pass_started"), Passes: d.integer("passes"),
-		Active: activity.Cursor{At: d.time("active_at"), ID: d.str("active_id")}, ActiveConfig: d.str("active_config")}
+		Active: activity.Cursor{At: d.time("active_at"), ID: d.str("active_id")}, ActiveConfig: d.str("active_config"),
+		ActiveShards: int(d.integer("active_shards"))}
 	if err := d.done(); err != nil {
 		return ReconcileCursor{}, fmt.Errorf("firestoredb: decode the reconcile cursor: %w", err)
 	}
@@ -80,7 +85,7 @@ func (s *Rollups) LoadReconcileCursor(ctx context.Context) (ReconcileCursor, err
 // was advanced with, leaving the full audit's alone.
 func (s *Rollups) SaveActiveCursor(ctx context.Context, c ReconcileCursor) error {
 	return s.saveCursor(ctx, map[string]*pb.Value{"active_at": timeValue(c.Active.At), "active_id": stringValue(c.Active.ID),
-		"active_config": stringValue(c.ActiveConfig)})
+		"active_config": stringValue(c.ActiveConfig), "active_shards": intValue(int64(c.ActiveShards))})
 }
 
 // SaveFullCursor stores the full audit's cursor, leaving the scheduled

@@ -142,10 +142,13 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 		}
 		cur.Active, cur.ActiveConfig = activity.Cursor{}, config
 	}
+	// Markers may lie on every shard value ACTIVITY_SHARDS ever allowed:
+	// a lowered setting leaves those above it, which the runs read too.
+	cur.ActiveShards = max(cur.ActiveShards, a.cfg.ActivityShards)
 	now := time.Now()
 	resp := ReconcileResponse{Mode: "active"}
 	var mu sync.Mutex
-	run := activity.Run{Source: boundedSource{a}, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
+	run := activity.Run{Source: boundedSource{a, cur.ActiveShards}, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
 		Heal: func(ctx context.Context, id string) (time.Time, error) {
 			ctx, cancel := a.call(ctx)
 			defer cancel()
@@ -200,14 +203,17 @@ func (a *app) activityConfig() string {
 	return fmt.Sprintf("shards=%d settle=%s", a.cfg.ActivityShards, a.cfg.ReconcileSettle())
 }
 
-// boundedSource is the activity index with each call bounded by
-// FIRESTORE_DEADLINE.
-type boundedSource struct{ a *app }
+// boundedSource is the activity index, read on its first shards values,
+// with each call bounded by FIRESTORE_DEADLINE.
+type boundedSource struct {
+	a      *app
+	shards int
+}
 
 func (b boundedSource) Markers(ctx context.Context, after activity.Cursor, until time.Time, limit int) ([]activity.Marker, bool, error) {
 	ctx, cancel := b.a.call(ctx)
 	defer cancel()
-	return b.a.store.Rollups.Markers(ctx, after, until, limit)
+	return b.a.store.Rollups.MarkersOn(ctx, b.shards, after, until, limit)
 }
 
 func (b boundedSource) Mark(ctx context.Context, id string, at time.Time) error {
@@ -252,7 +258,7 @@ func (a *app) sweep(ctx context.Context) (int, any, error) {
 				if err != nil {
 					// The pass goes on past it: the scheduled runs visit
 					// it from now on, until it heals.
-					markErr = boundedSource{a}.Mark(ctx, e.ID, time.Now())
+					markErr = boundedSource{a: a}.Mark(ctx, e.ID, time.Now())
 				}
 				mu.Lock()
 				defer mu.Unlock()
