@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -130,7 +131,22 @@ func (e *Edge) appOutcome(ctx context.Context, req *Request, outcome, appID stri
 	return err
 }
 
+// monitorWait bounds a check in monitor mode, which refuses nothing: a
+// stall at Google (its keys, its consume API) must not spend the request's
+// own deadline, whose Firestore calls would then fail.
+const monitorWait = time.Second
+
+// bounded is ctx for one check: within monitorWait in monitor mode.
+func (a *AppCheck) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.Mode == AppCheckMonitor {
+		return context.WithTimeout(ctx, monitorWait)
+	}
+	return ctx, func() {}
+}
+
 func (a *AppCheck) verify(ctx context.Context, token string) (outcome, appID string, err error) {
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	if token == "" {
 		return AppCheckMissing, "", &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
 			Message: "X-Firebase-AppCheck is missing: this function accepts calls from your apps only (App Check)"}
@@ -149,6 +165,8 @@ func (a *AppCheck) verify(ctx context.Context, token string) (outcome, appID str
 }
 
 func (a *AppCheck) consume(ctx context.Context, token string) (outcome string, err error) {
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	replayed := &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
 		Message: "X-Firebase-AppCheck was used before: this function takes a limited-use token once (limitedUseAppCheckTokens)"}
 	sum := sha256.Sum256([]byte(token))

@@ -134,3 +134,45 @@ func TestAppCheckConsumesOnlyWhatABudgetPaidFor(t *testing.T) {
 		t.Errorf("the App Check API was called %d times for one token, want 1", n)
 	}
 }
+
+// stalledApps is Google's App Check service stalled: its keys never come
+// for the token "stall"; its consume API never answers.
+type stalledApps struct{}
+
+func (stalledApps) Verify(ctx context.Context, token string) (string, error) {
+	if token != "stall" {
+		return "1:123:web:abc", nil
+	}
+	<-ctx.Done()
+	return "", errs.Retryable(ctx.Err(), time.Second, "App Check keys unavailable")
+}
+
+func (stalledApps) Consume(ctx context.Context, _ string) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestMonitorModeSpendsNotTheRequestsTime: with Google's keys stalled, a
+// check in monitor mode waited out the request's whole deadline, and the
+// request it let through then failed its Firestore calls (503).
+func TestMonitorModeSpendsNotTheRequestsTime(t *testing.T) {
+	users := func() (Authenticator, error) {
+		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
+	}
+	ac := &AppCheck{Mode: AppCheckMonitor, Verifier: func(context.Context) (AppVerifier, error) { return stalledApps{}, nil },
+		Consume: map[string]bool{"like": true}}
+	const deadline = 10 * time.Second
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: ac, Deadline: deadline}
+	for name, token := range map[string]string{"plain": "stall", "like": "once-1"} {
+		var left time.Duration
+		h := e.Handler(Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024, Handle: func(ctx context.Context, _ *Request) (int, any, error) {
+			d, _ := ctx.Deadline()
+			left = time.Until(d)
+			return 200, map[string]any{}, ctx.Err()
+		}})
+		r := call(h, "POST", "/x", ctJSON, `{"data":{}}`, "Authorization", "Bearer u1", appCheckHeader, token)
+		if r.status != 200 || left < deadline-3*monitorWait {
+			t.Errorf("%s: %d with %s of the request's %s left, want 200 and at most %s spent on App Check", name, r.status, left, deadline, monitorWait)
+		}
+	}
+}
