@@ -41,12 +41,7 @@ func Enabled(getenv func(string) string) bool {
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return false
 	}
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
-		if getenv(v) != "" {
-			return true
-		}
-	}
-	return getenv("OTEL_TRACES_EXPORTER") == "otlp" || getenv("OTEL_METRICS_EXPORTER") == "otlp"
+	return wants(getenv, "TRACES") || wants(getenv, "METRICS")
 }
 
 // googleEndpoint is Google Cloud's OTLP endpoint, which wants OAuth.
@@ -126,10 +121,16 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (shu
 
 // wants reports whether signal (TRACES or METRICS) is exported: the
 // common endpoint, its own, or its exporter named otlp; not when only the
-// other signal's endpoint or exporter is set.
+// other signal's endpoint or exporter is set, nor when its exporter is
+// none.
 func wants(getenv func(string) string, signal string) bool {
-	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != "" ||
-		getenv("OTEL_"+signal+"_EXPORTER") == "otlp"
+	switch getenv("OTEL_" + signal + "_EXPORTER") {
+	case "none":
+		return false
+	case "otlp":
+		return true
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
 }
 
 // isGoogle reports whether endpoint is Google Cloud's OTLP endpoint.

@@ -19,11 +19,17 @@ func TestEnabled(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x/v1/traces"}, true},
 		{map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}, true},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_TRACES_EXPORTER": "none"}, true},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_SDK_DISABLED": "true"}, false},
 	} {
 		if got := Enabled(func(k string) string { return tc.env[k] }); got != tc.want {
 			t.Errorf("Enabled(%v) = %v, want %v", tc.env, got, tc.want)
 		}
+	}
+	none := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_TRACES_EXPORTER": "none"}
+	if get := func(k string) string { return none[k] }; wants(get, "TRACES") || !wants(get, "METRICS") {
+		t.Error("OTEL_TRACES_EXPORTER=none with an endpoint: want metrics only")
 	}
 	// Off, Setup installs nothing and its shutdown does nothing.
 	shutdown, err := Setup(context.Background(), "f", func(string) string { return "" })
