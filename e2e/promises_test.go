@@ -157,10 +157,10 @@ func TestTheBoundIsKept(t *testing.T) {
 	if r := increment(t, id, 5); r.Status != http.StatusOK {
 		t.Fatalf("+5 up to MaxCount exactly: %s", r)
 	}
-	// Near the bound a commit is conditional on the counter document's
+	// Near the bound a commit is conditional on the guard document's
 	// version at its sum, and moves it (internal/firestoredb/bound.go).
-	if doc, err := testenv.Firestore(t, project).Doc("counters/" + id).Get(context.Background()); err != nil || doc.Data()["bound_checked_at"] == nil {
-		t.Fatalf("the counter document after a commit near the bound has no bound_checked_at (%v)", err)
+	if doc, err := testenv.Firestore(t, project).Doc("counters/" + id + "/bound/guard").Get(context.Background()); err != nil || doc.Data()["checked_at"] == nil {
+		t.Fatalf("after a commit near the bound the guard document has no checked_at (%v)", err)
 	}
 	if r := increment(t, id, 1); r.Status != http.StatusBadRequest {
 		t.Fatalf("+1 past MaxCount: %s", r)

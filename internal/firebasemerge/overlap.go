@@ -12,7 +12,7 @@ import (
 // there, since rules add up.
 var documentsOf = map[string][]string{
 	"counters": {"counters/*", "counters/*/shards/*", "counters/*/members/*", "counters/*/idempotency_keys/*",
-		"counters/*/rollup_slots/*", "counters/*/windows/*", "counter_activity/*", "shardcount/reconcile"},
+		"counters/*/rollup_slots/*", "counters/*/windows/*", "counters/*/bound/guard", "counter_activity/*", "shardcount/reconcile"},
 	"instruments": {"instruments/*"},
 }
 

@@ -34,7 +34,7 @@ const (
 	fieldAsOf           = "rollup_as_of"
 	fieldCreatedAt      = "created_at"
 	fieldRollups        = "rollups"
-	fieldBoundCheckedAt = "bound_checked_at" // moved by each commit near the bound
+	fieldGuardCheckedAt = "checked_at" // of the bound's guard, moved by each commit near it
 	fieldShardCommits   = "shard_commits"
 	fieldSlowCommits    = "slow_commits"
 	fieldWriteRate      = "write_rate"

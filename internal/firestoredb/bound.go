@@ -18,9 +18,12 @@ import (
 // value: an exact SUM the first time it commits to the counter (and again
 // after SHARD_COUNT_CACHE), plus what it committed since. Within
 // counter.CheckedZone of the bound, every commit sums first, and at the
-// read time of its sum reads the counter document's version: the commit
-// is conditional on it and moves it (bound_checked_at), so two instances
-// that summed the same value cannot both commit against it. Other
+// read time of its sum reads the version of the counter's guard document
+// (counters/{id}/bound/guard): the commit is conditional on it and moves
+// it, so two instances that summed the same value cannot both commit
+// against it. (Not the counter document, whose version the roll-up
+// follows and writes on the condition of: moved by every commit, it held
+// the roll-up off.) Other
 // instances' increments since the last sum are not in the known value: far
 // from the bound they cannot close the gap within one cache lifetime
 // unless they add more than CheckedZone (2^50) in it.
@@ -42,7 +45,7 @@ func nearBound(v int64) bool {
 func (p *incrementCommit) checkBound(ctx context.Context) error {
 	s, id := p.s, p.c.ID
 	kv, ok := s.known.Get(id)
-	p.guard = time.Time{}
+	p.guard = nil
 	if !ok || kv.near || !s.now().Before(kv.expires) {
 		start := s.now()
 		var sum int64
@@ -73,25 +76,39 @@ func (p *incrementCommit) checkBound(ctx context.Context) error {
 	return nil
 }
 
-// guardedSum sums the counter's shards, and reads its document's version,
-// at one read time: the version the commit is conditional on.
-func (p *incrementCommit) guardedSum(ctx context.Context) (int64, time.Time, error) {
-	c, at, err := p.s.storedAt(ctx, p.c.ID)
-	switch {
-	case err != nil:
-		return 0, time.Time{}, err
-	case c.IsDeleted():
-		return 0, time.Time{}, notFound(p.c.ID)
-	}
-	sum, _, err := p.s.sum(ctx, p.c.ID, at)
-	return sum, c.Version, err
+// BoundCollection holds a counter's guard document, written only by
+// commits near the bound.
+const BoundCollection = "bound"
+
+func (b *base) guardName(id string) string {
+	return b.db.name(underCounter(id, BoundCollection) + "/guard")
 }
 
-// guardWrite moves the counter document's version from the one its sum
-// saw (see guardedSum), or fails the commit if another moved it first.
+// guardedSum sums the counter's shards, and reads its guard document's
+// version (zero: absent), at one read time: the version the commit is
+// conditional on.
+func (p *incrementCommit) guardedSum(ctx context.Context) (int64, *time.Time, error) {
+	docs, at, err := p.s.db.getAt(ctx, []string{p.s.guardName(p.c.ID)}, time.Time{})
+	if err != nil {
+		return 0, nil, classify(err, "read the bound's guard of "+p.c.ID)
+	}
+	var version time.Time
+	if docs[0] != nil {
+		version = docs[0].GetUpdateTime().AsTime()
+	}
+	sum, _, err := p.s.sum(ctx, p.c.ID, at)
+	return sum, &version, err
+}
+
+// guardWrite moves the guard document's version from the one the sum saw
+// (see guardedSum), or fails the commit if another commit moved it first.
 func (p *incrementCommit) guardWrite() *pb.Write {
-	w := updateWrite(p.s.counterName(p.c.ID), nil, nil, p.guard)
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldBoundCheckedAt)}
+	name := p.s.guardName(p.c.ID)
+	w := createWrite(name, nil)
+	if !p.guard.IsZero() {
+		w = updateWrite(name, nil, nil, *p.guard)
+	}
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldGuardCheckedAt)}
 	return w
 }
 

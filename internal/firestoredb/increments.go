@@ -26,7 +26,9 @@ type IncrementOp struct {
 }
 
 // MaxReadsPerOp bounds the reads one op's share of an Apply comes to: per
-// commit, the members or keys of its ops (one each) and a SUM, for at most
+// commit, the members or keys of its ops (one each) and a SUM (near a
+// plain counter's bound, the guard too, and one more SUM once: a plain
+// counter's group is never halved, so its 5 commits stay far below), for at most
 // maxApplyAttempts commits of its group and two more at each halving of a
 // batch of at most 500.
 const MaxReadsPerOp = 3 * (maxApplyAttempts + 2*9)
@@ -210,7 +212,7 @@ type incrementCommit struct {
 	net        int64
 	shardWrite bool
 	marks      bool              // the commit marks the counter active
-	guard      time.Time         // near the bound: the counter document's version the sum saw
+	guard      *time.Time        // near the bound: the guard document's version the sum saw (zero: absent)
 	span       trace.SpanContext // the flush's, set on the shard it writes
 	outcome    map[int]IncrementResult
 }
@@ -266,7 +268,7 @@ func (p *incrementCommit) writes() []*pb.Write {
 	if p.marks = len(writes) > 0 && p.s.markDue(p.c); p.marks {
 		writes = append(writes, p.s.activityWrite(p.c.ID, time.Time{}))
 	}
-	if !p.guard.IsZero() && len(writes) > 0 {
+	if p.guard != nil && len(writes) > 0 {
 		writes = append(writes, p.guardWrite())
 	}
 	return p.withCreation(writes)

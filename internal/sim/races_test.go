@@ -338,3 +338,34 @@ func TestIncrementsNearTheBoundAtOnceStayWithinIt(t *testing.T) {
 		t.Errorf("%d of the three +1s refused (OUT_OF_RANGE), want 1", refused)
 	}
 }
+
+func TestTheRollupFollowsACounterNearTheBound(t *testing.T) {
+	// A counter near the bound, incremented every 300 ms: each commit's
+	// guard, first on the counter document, moved its version, which the roll-up
+	// waits a cadence past and writes on the condition of, so no roll-up
+	// landed while the increments lasted (found by review).
+	w := scripted(t, 2)
+	w.at(ms(0), func() { w.createCounter(0, counter.Counter{ID: "c", NumShards: 4, Origin: counter.ByAdmin}) })
+	w.at(ms(100), func() {
+		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
+			Operation:  &pb.Write_Update{Update: &pb.Document{Name: root + "counters/c/shards/0"}},
+			UpdateMask: &pb.DocumentMask{},
+			UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "count",
+				TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: counter.MaxCount - 1000}}}}},
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		w.wasReset["c#1"] = true
+		w.commits = append(w.commits, commitRec{at: w.now(), by: &op{kind: "reset", counter: "c"}})
+	})
+	for i := range 30 {
+		w.at(ms(300+300*i), func() { w.add("c", i%2, 1, "") })
+	}
+	var asOf time.Time
+	end := ms(300 + 300*30)
+	w.at(end, func() { asOf = w.counterDoc("c", time.Time{}).GetFields()["rollup_as_of"].GetTimestampValue().AsTime() })
+	w.quiesce(t, end.Add(time.Second))
+	if lag := end.Sub(asOf); lag > 2*cadence {
+		t.Errorf("while the increments lasted the roll-up was %s behind (as of %s), want at most two cadences", lag, w.rel(asOf))
+	}
+}
