@@ -76,6 +76,16 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 		return fmt.Errorf("--firestore-from: %s: run scripts/firebase-merge.sh --only %s %s first",
 			strings.Join(missing, "; "), strings.Join(service.GroupNames(groups), ","), files.Dir)
 	}
+	extras, err := ours.Extras(files)
+	if err != nil {
+		return fmt.Errorf("--firestore-from: %w", err)
+	}
+	for _, e := range extras {
+		note := fmt.Sprintf("%s: deployed as the app's files are (scripts/firebase-merge.sh --only %s %s takes it out)",
+			e, strings.Join(service.GroupNames(groups), ","), files.Dir)
+		fmt.Fprintln(w, "# note: "+note)
+		fmt.Fprintln(os.Stderr, "deploy: note: "+note)
+	}
 	app, err := os.ReadFile(files.Rules)
 	if err != nil {
 		return err

@@ -95,6 +95,13 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 		for _, m := range missing {
 			fmt.Println(m)
 		}
+		extras, err := ours.Extras(files)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range extras {
+			fmt.Printf("note: %s (deployed as it is; a merge with these groups takes it out)\n", e)
+		}
 		if len(missing) == 0 {
 			fmt.Printf("%s and %s hold shardcount's rules and indexes\n", files.Rules, files.Indexes)
 		}

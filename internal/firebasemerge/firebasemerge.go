@@ -99,11 +99,17 @@ var errNoBlock = errors.New("firebasemerge: no shardcount block (its BEGIN and E
 var documentsPath = regexp.MustCompile(`^/databases/\{\w+\}/documents$`)
 
 // HasBlock reports whether rules hold block: the same lines, whatever
-// their indentation and blank lines, the switch aside, with the sections
-// of block's groups and no other (a section of a group not deployed would
-// still grant what it grants: `--only counters` brings nothing of the
-// instruments example).
+// their indentation and blank lines, the switch aside, and the sections of
+// block's groups; sections of other groups may be there too (an app that
+// deploys some groups now may have deployed others before: its files
+// decide). A merge narrows them to block's (HasExactly).
 func HasBlock(rules, block string) bool {
+	have, err := Block(rules, Groups(block))
+	return err == nil && meaning(have) == meaning(block)
+}
+
+// HasExactly is HasBlock with no section of another group.
+func HasExactly(rules, block string) bool {
 	have, err := Block(rules, nil)
 	return err == nil && meaning(have) == meaning(block)
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Ours are shardcount's rules and indexes for the groups an app deploys.
@@ -58,9 +59,7 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	case e != nil:
 		missing = append(missing, f.Rules+" lacks shardcount's rules block")
 	case !HasBlock(string(rules), o.Block):
-		have, _ := Block(string(rules), nil)
-		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one, or the sections of other groups (it has %v, the groups deployed are %v)",
-			f.Rules, Groups(have), Groups(o.Block)))
+		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one (groups %v)", f.Rules, Groups(o.Block)))
 	}
 	indexes, err := read(f.Indexes)
 	if err != nil {
@@ -73,14 +72,38 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	for _, l := range lacks {
 		missing = append(missing, f.Indexes+" lacks "+l)
 	}
+	return missing, nil
+}
+
+// Extras lists what the app's files hold of shardcount's groups other
+// than o's: sections of the block, and indexes and overrides equal to
+// theirs. Deployed as the app's files are; a merge for o's groups takes
+// them out.
+func (o Ours) Extras(f Files) ([]string, error) {
+	var extras []string
+	rules, err := read(f.Rules)
+	if err != nil {
+		return nil, err
+	}
+	if block, err := Block(string(rules), nil); err == nil {
+		for _, g := range Groups(block) {
+			if !slices.Contains(Groups(o.Block), g) {
+				extras = append(extras, fmt.Sprintf("%s holds shardcount's rules of the group %s", f.Rules, g))
+			}
+		}
+	}
+	indexes, err := read(f.Indexes)
+	if err != nil {
+		return nil, err
+	}
 	unused, err := UnusedIndexes(indexes, o.Indexes, o.Keep)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Indexes, err)
 	}
 	for _, u := range unused {
-		missing = append(missing, f.Indexes+" holds "+u+", of a group not deployed")
+		extras = append(extras, f.Indexes+" holds "+u+" of another group")
 	}
-	return missing, nil
+	return extras, nil
 }
 
 // Merge returns the app's files with ours merged in, and what to check by
@@ -92,7 +115,7 @@ func (o Ours) Merge(f Files) (rules, indexes []byte, warnings []string, err erro
 		return nil, nil, nil, err
 	}
 	merged := string(appRules)
-	if appRules == nil || !HasBlock(merged, o.Block) {
+	if appRules == nil || !HasExactly(merged, o.Block) {
 		if appRules == nil {
 			merged = o.Rules
 		}

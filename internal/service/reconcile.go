@@ -136,6 +136,12 @@ func (a *app) reconcileActive(ctx context.Context) (int, any, error) {
 	// did not look (other shard values, a longer settling time): start
 	// over, visiting every marker once.
 	if config := a.activityConfig(); cur.ActiveConfig != config {
+		// A cursor from before active_shards was kept says the setting
+		// it ran with in its config.
+		var was int
+		if _, err := fmt.Sscanf(cur.ActiveConfig, "shards=%d", &was); err == nil {
+			cur.ActiveShards = max(cur.ActiveShards, was)
+		}
 		if cur.ActiveConfig != "" {
 			logging.FromContext(ctx).Warn("the activity index's settings changed: the scheduled runs visit every marker once",
 				"was", cur.ActiveConfig, "now", config)
