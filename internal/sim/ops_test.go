@@ -294,7 +294,7 @@ func (w *world) flush(inst *instance, id string) {
 	f := w.newOp("flush", id, inst.n)
 	f.batch = batch
 	var results []firestoredb.IncrementResult
-	w.spawn(f, func(ctx context.Context) error {
+	a := w.spawn(f, func(ctx context.Context) error {
 		results = inst.store.Increments.Apply(ctx, id, ops)
 		return nil
 	}, func(error) {
@@ -329,6 +329,7 @@ func (w *world) flush(inst *instance, id string) {
 			inst.busy[id] = false
 		}
 	})
+	a.CancelAt(w.now().Add(deadline)) // a flush's commits run under FIRESTORE_DEADLINE, as the service's do
 }
 
 func (w *world) reset(id string) {

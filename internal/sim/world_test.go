@@ -284,7 +284,7 @@ func (w *world) run() []string {
 
 // spawn runs fn as an actor for o; an actor's context may end meanwhile
 // (its instance stops, its request times out).
-func (w *world) spawn(o *op, fn func(ctx context.Context) error, done func(error)) {
+func (w *world) spawn(o *op, fn func(ctx context.Context) error, done func(error)) *simsched.Actor {
 	a := w.s.Spawn(w.ctx, o, fn, func(a *simsched.Actor, err error) {
 		o.faulted = o.faulted || a.Faulted
 		done(err)
@@ -292,6 +292,7 @@ func (w *world) spawn(o *op, fn func(ctx context.Context) error, done func(error
 	if w.noisy() && w.rng.Float64() < w.cfg.pCancel {
 		a.CancelAt(w.now().Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond))
 	}
+	return a
 }
 
 func opOf(a *simsched.Actor) *op { return a.Tag.(*op) }
