@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/firebasemerge"
@@ -69,19 +70,31 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 	if err != nil {
 		return fmt.Errorf("--firestore-from: %w", err)
 	}
+	// The merge to advise keeps the groups the app's block holds besides
+	// these: a merge of these alone would take the others' rules out.
+	rulesNow, err := os.ReadFile(files.Rules)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	var keep []string
+	for _, g := range service.Groups {
+		if slices.Contains(groups, g) || slices.Contains(firebasemerge.AppGroups(string(rulesNow)), string(g)) {
+			keep = append(keep, string(g))
+		}
+	}
 	if len(missing) > 0 {
 		if len(missing) > 3 {
 			missing = append(missing[:3], fmt.Sprintf("and %d more", len(missing)-3))
 		}
 		return fmt.Errorf("--firestore-from: %s: run scripts/firebase-merge.sh --only %s %s first",
-			strings.Join(missing, "; "), strings.Join(service.GroupNames(groups), ","), files.Dir)
+			strings.Join(missing, "; "), strings.Join(keep, ","), files.Dir)
 	}
 	extras, err := ours.Extras(files)
 	if err != nil {
 		return fmt.Errorf("--firestore-from: %w", err)
 	}
 	for _, e := range extras {
-		note := fmt.Sprintf("%s: deployed as the app's files are (scripts/firebase-merge.sh --only %s %s takes it out)",
+		note := fmt.Sprintf("%s: deployed as the app's files are (if the app no longer uses that group, scripts/firebase-merge.sh --only %s %s takes it out)",
 			e, strings.Join(service.GroupNames(groups), ","), files.Dir)
 		fmt.Fprintln(w, "# note: "+note)
 		fmt.Fprintln(os.Stderr, "deploy: note: "+note)

@@ -278,6 +278,13 @@ func TestNarrowingAMergeDropsTheOtherGroups(t *testing.T) {
 	if err != nil || strings.Contains(plan, "instruments") {
 		t.Errorf("the plan of the counters only: %v\n%s", err, plan)
 	}
+	// Deploying the other group now: the advice keeps the counters' (a
+	// merge of the instruments alone would take their rules out).
+	instruments := exec.Command("bash", filepath.Join(root, "scripts/deploy.sh"), "--dry-run", "--project", "demo-x", "--only", "instruments", "--firestore-from", app)
+	instruments.Env = append(os.Environ(), "PAGE_TOKEN_SECRET=page-token")
+	if out, err := instruments.CombinedOutput(); err == nil || !strings.Contains(string(out), "firebase-merge.sh --only counters,instruments") {
+		t.Errorf("the instruments of an app merged for the counters: %v\n%s", err, out)
+	}
 }
 
 // TestAnAppReachedThroughASymlink: firebase.json's paths are the real

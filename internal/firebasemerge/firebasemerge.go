@@ -32,7 +32,7 @@ const (
 
 // A group's section in the block: from "// ---- group NAME ----" to
 // "// ---- end of group NAME ----".
-var section = regexp.MustCompile(`(?m)^[ \t]*// ---- group (\w+) ----\n(?s:.*?)^[ \t]*// ---- end of group (\w+) ----\n\n?`)
+var section = regexp.MustCompile(`(?m)^[ \t]*// ---- group (\w+) ----\r?\n(?s:.*?)^[ \t]*// ---- end of group (\w+) ----\r?\n(\r?\n)?`)
 
 // switchRule is the block's switch, whose value a merge keeps.
 var switchRule = regexp.MustCompile(`(function shardcountAnonymousCounterReads\(\) \{\s*return )(true|false)(;)`)

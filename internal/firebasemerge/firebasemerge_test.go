@@ -81,6 +81,9 @@ func TestGroupsHaveSectionsOfTheirOwn(t *testing.T) {
 	if !HasBlock(merged, counters) || HasExactly(merged, counters) {
 		t.Error("a block with both groups: HasBlock of the counters' must hold, HasExactly not")
 	}
+	if crlf := strings.ReplaceAll(merged, "\n", "\r\n"); !HasBlock(crlf, counters) || !slices.Equal(AppGroups(crlf), []string{"counters", "instruments"}) {
+		t.Errorf("a CRLF file: its groups are %v", AppGroups(crlf))
+	}
 	if HasBlock(strings.Replace(merged, "match /counters/{counterId}", "match /counterz/{counterId}", 1), counters) {
 		t.Error("a block whose counters' section differs holds the counters'")
 	}

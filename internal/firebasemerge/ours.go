@@ -45,8 +45,8 @@ func read(path string) ([]byte, error) {
 }
 
 // Missing lists what the app's files lack of ours, by meaning: the rules
-// by their block (indentation and the switch aside, and no section of a
-// group not deployed), the indexes parsed. Empty: they hold ours.
+// by their block (indentation and the switch aside; sections of other
+// groups may be there too), the indexes parsed. Empty: they hold ours.
 func (o Ours) Missing(f Files) ([]string, error) {
 	rules, err := read(f.Rules)
 	if err != nil {
@@ -59,7 +59,8 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	case e != nil:
 		missing = append(missing, f.Rules+" lacks shardcount's rules block")
 	case !HasBlock(string(rules), o.Block):
-		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one (groups %v)", f.Rules, Groups(o.Block)))
+		missing = append(missing, fmt.Sprintf("%s holds another version of shardcount's rules block than this one, or lacks a group's section (it holds %v, these need %v)",
+			f.Rules, AppGroups(string(rules)), Groups(o.Block)))
 	}
 	indexes, err := read(f.Indexes)
 	if err != nil {
@@ -75,6 +76,15 @@ func (o Ours) Missing(f Files) ([]string, error) {
 	return missing, nil
 }
 
+// AppGroups are the groups whose sections an app's rules' block holds.
+func AppGroups(rules string) []string {
+	block, err := Block(rules, nil)
+	if err != nil {
+		return nil
+	}
+	return Groups(block)
+}
+
 // Extras lists what the app's files hold of shardcount's groups other
 // than o's: sections of the block, and indexes and overrides equal to
 // theirs. Deployed as the app's files are; a merge for o's groups takes
@@ -85,11 +95,9 @@ func (o Ours) Extras(f Files) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if block, err := Block(string(rules), nil); err == nil {
-		for _, g := range Groups(block) {
-			if !slices.Contains(Groups(o.Block), g) {
-				extras = append(extras, fmt.Sprintf("%s holds shardcount's rules of the group %s", f.Rules, g))
-			}
+	for _, g := range AppGroups(string(rules)) {
+		if !slices.Contains(Groups(o.Block), g) {
+			extras = append(extras, fmt.Sprintf("%s holds shardcount's rules of the group %s", f.Rules, g))
 		}
 	}
 	indexes, err := read(f.Indexes)
