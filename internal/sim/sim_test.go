@@ -11,7 +11,7 @@ import (
 
 var (
 	seedFlag    = flag.Uint64("seed", 0, "replay only this simulation seed")
-	simsFlag    = flag.Int("sims", 1000, "random schedules TestSimulation runs (scripts/test.sh -long: thousands)")
+	simsFlag    = flag.Int("sims", 1000, "random schedules TestSimulation runs (a long run: -sims 30000, docs/design/simulation.md)")
 	summaryFlag = flag.Bool("summary", false, "one line per failing seed: its first problem")
 )
 
