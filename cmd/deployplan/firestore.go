@@ -72,13 +72,14 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 	}
 	// The merge to advise keeps the groups the app's block holds besides
 	// these: a merge of these alone would take the others' rules out.
-	rulesNow, err := os.ReadFile(files.Rules)
+	app, err := os.ReadFile(files.Rules)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	held := firebasemerge.AppGroups(string(app))
 	var keep []string
 	for _, g := range service.Groups {
-		if slices.Contains(groups, g) || slices.Contains(firebasemerge.AppGroups(string(rulesNow)), string(g)) {
+		if slices.Contains(groups, g) || slices.Contains(held, string(g)) {
 			keep = append(keep, string(g))
 		}
 	}
@@ -98,10 +99,6 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 			e, strings.Join(service.GroupNames(groups), ","), files.Dir)
 		fmt.Fprintln(w, "# note: "+note)
 		fmt.Fprintln(os.Stderr, "deploy: note: "+note)
-	}
-	app, err := os.ReadFile(files.Rules)
-	if err != nil {
-		return err
 	}
 	rules := string(app) // the ruleset deployed: the app's file as it is, byte for byte
 	fmt.Fprintf(w, "# Firestore: the app's rules and indexes, as %s names them: %s and %s.\n", configName(files), files.Rules, files.Indexes)

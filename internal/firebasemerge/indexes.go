@@ -17,11 +17,7 @@ type Keep func(collectionGroup string) bool
 // groups brought them). The app's own entries, and any other key, stay as
 // they are.
 func Indexes(app, ours []byte, keep Keep) ([]byte, error) {
-	a, o, err := parseBoth(app, ours, keep)
-	if err != nil {
-		return nil, err
-	}
-	drop, err := unusedOf(ours, keep)
+	a, o, drop, err := parseBoth(app, ours, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +50,7 @@ func Indexes(app, ours []byte, keep Keep) ([]byte, error) {
 // MissingIndexes lists what the app's indexes file lacks of ours (those
 // keep keeps), compared by meaning: key order and formatting aside.
 func MissingIndexes(app, ours []byte, keep Keep) ([]string, error) {
-	a, o, err := parseBoth(app, ours, keep)
+	a, o, _, err := parseBoth(app, ours, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +79,7 @@ func MissingIndexes(app, ours []byte, keep Keep) ([]string, error) {
 // UnusedIndexes lists the entries of ours that keep does not keep (of
 // groups not deployed) and the app's file holds, exactly.
 func UnusedIndexes(app, ours []byte, keep Keep) ([]string, error) {
-	a, _, err := parseBoth(app, ours, nil)
-	if err != nil {
-		return nil, err
-	}
-	drop, err := unusedOf(ours, keep)
+	a, _, drop, err := parseBoth(app, ours, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -102,51 +94,33 @@ func UnusedIndexes(app, ours []byte, keep Keep) ([]string, error) {
 	return unused, nil
 }
 
-// unusedOf are the canonical forms of our entries that keep does not
-// keep; none when keep is nil (every group).
-func unusedOf(ours []byte, keep Keep) (map[string]bool, error) {
-	drop := map[string]bool{}
-	if keep == nil {
-		return drop, nil
-	}
-	var o map[string]any
-	if err := json.Unmarshal(ours, &o); err != nil {
-		return nil, fmt.Errorf("firebasemerge: our indexes: %w", err)
-	}
-	for _, key := range []string{"indexes", "fieldOverrides"} {
-		for _, e := range list(o, key) {
-			if g, _ := e["collectionGroup"].(string); !keep(g) {
-				drop[canonical(e)] = true
-			}
-		}
-	}
-	return drop, nil
-}
-
 // parseBoth parses the app's indexes (empty: none) and ours, keeping of
-// ours what keep keeps.
-func parseBoth(app, ours []byte, keep Keep) (map[string]any, map[string]any, error) {
-	var a, o map[string]any
+// ours what keep keeps; drop holds the canonical forms of the others (of
+// groups not deployed).
+func parseBoth(app, ours []byte, keep Keep) (a, o map[string]any, drop map[string]bool, err error) {
 	if len(bytes.TrimSpace(app)) == 0 {
 		a = map[string]any{}
 	} else if err := json.Unmarshal(app, &a); err != nil {
-		return nil, nil, fmt.Errorf("firebasemerge: the app's indexes: %w", err)
+		return nil, nil, nil, fmt.Errorf("firebasemerge: the app's indexes: %w", err)
 	}
 	if err := json.Unmarshal(ours, &o); err != nil {
-		return nil, nil, fmt.Errorf("firebasemerge: our indexes: %w", err)
+		return nil, nil, nil, fmt.Errorf("firebasemerge: our indexes: %w", err)
 	}
+	drop = map[string]bool{}
 	if keep != nil {
 		for _, key := range []string{"indexes", "fieldOverrides"} {
 			var kept []any
 			for _, e := range list(o, key) {
 				if g, _ := e["collectionGroup"].(string); keep(g) {
 					kept = append(kept, e)
+				} else {
+					drop[canonical(e)] = true
 				}
 			}
 			o[key] = kept
 		}
 	}
-	return a, o, nil
+	return a, o, drop, nil
 }
 
 func overrideKey(e map[string]any) string {

@@ -306,20 +306,8 @@ func TestIncrementsNearTheBoundAtOnceStayWithinIt(t *testing.T) {
 	}
 	w.at(ms(0), func() { w.createCounter(0, counter.Counter{ID: "c", NumShards: 4, Origin: counter.ByAdmin}) })
 	// Written outside the functions: MaxCount − 2 on a shard, as a reset to
-	// counter.MaxReset and 2^50 of increments would leave it (the
-	// exactness check counts from it, as from a reset).
-	w.at(ms(100), func() {
-		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
-			Operation:  &pb.Write_Update{Update: &pb.Document{Name: root + "counters/c/shards/0"}},
-			UpdateMask: &pb.DocumentMask{},
-			UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "count",
-				TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: counter.MaxCount - 2}}}}},
-		}}}); err != nil {
-			t.Fatal(err)
-		}
-		w.wasReset["c#1"] = true
-		w.commits = append(w.commits, commitRec{at: w.now(), by: &op{kind: "reset", counter: "c"}})
-	})
+	// counter.MaxReset and 2^50 of increments would leave it.
+	w.at(ms(100), func() { w.plantShard(t, "c", counter.MaxCount-2) })
 	var adds []*op
 	for i := range 3 {
 		w.at(ms(300), func() { adds = append(adds, w.add("c", i, 1, "")) })
@@ -346,18 +334,7 @@ func TestTheRollupFollowsACounterNearTheBound(t *testing.T) {
 	// landed while the increments lasted (found by review).
 	w := scripted(t, 2)
 	w.at(ms(0), func() { w.createCounter(0, counter.Counter{ID: "c", NumShards: 4, Origin: counter.ByAdmin}) })
-	w.at(ms(100), func() {
-		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
-			Operation:  &pb.Write_Update{Update: &pb.Document{Name: root + "counters/c/shards/0"}},
-			UpdateMask: &pb.DocumentMask{},
-			UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "count",
-				TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: counter.MaxCount - 1000}}}}},
-		}}}); err != nil {
-			t.Fatal(err)
-		}
-		w.wasReset["c#1"] = true
-		w.commits = append(w.commits, commitRec{at: w.now(), by: &op{kind: "reset", counter: "c"}})
-	})
+	w.at(ms(100), func() { w.plantShard(t, "c", counter.MaxCount-1000) })
 	for i := range 30 {
 		w.at(ms(300+300*i), func() { w.add("c", i%2, 1, "") })
 	}
@@ -368,4 +345,21 @@ func TestTheRollupFollowsACounterNearTheBound(t *testing.T) {
 	if lag := end.Sub(asOf); lag > 2*cadence {
 		t.Errorf("while the increments lasted the roll-up was %s behind (as of %s), want at most two cadences", lag, w.rel(asOf))
 	}
+}
+
+// plantShard adds v to shard 0 of counter id (its first incarnation), as a
+// write outside the functions would; the exactness check counts from it,
+// as from a reset.
+func (w *world) plantShard(t *testing.T, id string, v int64) {
+	t.Helper()
+	if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
+		Operation:  &pb.Write_Update{Update: &pb.Document{Name: root + "counters/" + id + "/shards/0"}},
+		UpdateMask: &pb.DocumentMask{},
+		UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "count",
+			TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: v}}}}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.wasReset[id+"#1"] = true
+	w.commits = append(w.commits, commitRec{at: w.now(), by: &op{kind: "reset", counter: id}})
 }
