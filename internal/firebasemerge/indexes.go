@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Keep says which collection groups of shardcount's indexes to bring into
@@ -14,37 +15,187 @@ type Keep func(collectionGroup string) bool
 // Indexes returns the app's indexes file with every index and field
 // override of ours that keep keeps added, unless there already, and those
 // of ours that keep does not keep removed (an earlier merge of more
-// groups brought them). The app's own entries, and any other key, stay as
-// they are.
+// groups brought them). It edits the file as text: the app's own lines
+// stay as they were, its indentation and key order too, and ours are laid
+// out in its style (see jsontext.go).
 func Indexes(app, ours []byte, keep Keep) ([]byte, error) {
 	a, o, drop, err := parseBoth(app, ours, keep)
 	if err != nil {
 		return nil, err
 	}
-	for _, key := range []string{"indexes", "fieldOverrides"} {
-		if _, ok := a[key]; ok {
-			kept := []any{}
-			for _, e := range list(a, key) {
-				if !drop[canonical(e)] {
-					kept = append(kept, e)
-				}
+	for _, want := range list(o, "fieldOverrides") {
+		for _, have := range list(a, "fieldOverrides") {
+			if overrideKey(have) == overrideKey(want) && canonical(have) != canonical(want) && !drop[canonical(have)] {
+				return nil, fmt.Errorf("firebasemerge: the app sets the field %s differently (%s); shardcount needs %s", overrideKey(want), canonical(have), canonical(want))
 			}
-			a[key] = kept
 		}
 	}
-	indexes, err := merge(list(a, "indexes"), list(o, "indexes"), canonical, nil)
-	if err != nil {
-		return nil, err
+	if len(bytes.TrimSpace(app)) == 0 {
+		app = []byte("{}\n")
 	}
-	overrides, err := merge(list(a, "fieldOverrides"), list(o, "fieldOverrides"), overrideKey, func(have, want map[string]any) error {
-		return fmt.Errorf("firebasemerge: the app sets the field %s differently (%s); shardcount needs %s", overrideKey(want), canonical(have), canonical(want))
-	})
+	appObj, err := scanObject(app)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("firebasemerge: the app's indexes: %w", err)
 	}
-	a["indexes"], a["fieldOverrides"] = indexes, overrides
-	out, err := json.MarshalIndent(a, "", "  ")
-	return append(out, '\n'), err
+	oursObj, err := scanObject(ours)
+	if err != nil {
+		return nil, fmt.Errorf("firebasemerge: our indexes: %w", err)
+	}
+	st := styleOf(app, appObj)
+	var edits []edit
+	var missingMembers []string // members to add, laid out
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		id := canonical
+		if key == "fieldOverrides" {
+			id = overrideKey
+		}
+		have := map[string]bool{}
+		for _, e := range list(a, key) {
+			if !drop[canonical(e)] {
+				have[id(e)] = true
+			}
+		}
+		var add [][]byte // ours, raw, in our order
+		if m := member(oursObj, key); m != nil && m.array != nil {
+			for _, e := range m.array.elems {
+				raw := ours[e.start:e.end]
+				var entry map[string]any
+				json.Unmarshal(raw, &entry)
+				if g, _ := entry["collectionGroup"].(string); (keep == nil || keep(g)) && !have[id(entry)] {
+					have[id(entry)] = true
+					add = append(add, raw)
+				}
+			}
+		}
+		m := member(appObj, key)
+		switch {
+		case m == nil && len(add) > 0:
+			indent := st.unit
+			if len(appObj.members) > 0 {
+				indent, _ = lineIndent(app, appObj.members[0].keyStart)
+			}
+			missingMembers = append(missingMembers, fmt.Sprintf("%q: [%s]", key, elements(add, indent+st.unit, indent, st)))
+		case m != nil && m.array == nil:
+			return nil, fmt.Errorf("firebasemerge: the app's indexes: %s is not a list", key)
+		case m != nil:
+			edits = append(edits, arrayEdits(app, m, add, drop, st)...)
+		}
+	}
+	if len(missingMembers) > 0 {
+		edits = append(edits, membersEdit(app, appObj, missingMembers, st))
+	}
+	out := applyEdits(app, edits)
+	// What the edits made must be what they meant: ours, and nothing of
+	// the groups dropped.
+	if lacks, err := MissingIndexes(out, ours, keep); err != nil || len(lacks) > 0 {
+		return nil, fmt.Errorf("firebasemerge: the merged indexes lack %v (%v): a bug; the app's file is left as it was", lacks, err)
+	}
+	if unused, err := UnusedIndexes(out, ours, keep); err != nil || len(unused) > 0 {
+		return nil, fmt.Errorf("firebasemerge: the merged indexes keep %v (%v): a bug; the app's file is left as it was", unused, err)
+	}
+	return out, nil
+}
+
+func member(o jsonObject, key string) *jsonMember {
+	for i := range o.members {
+		if o.members[i].key == key {
+			return &o.members[i]
+		}
+	}
+	return nil
+}
+
+// elements lays out entries as the interior of an array whose elements
+// are at indent and whose ] is at closeIndent.
+func elements(entries [][]byte, indent, closeIndent string, st style) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, reindent(e, oursElementIndent, indent, st))
+	}
+	if st.compact {
+		return strings.Join(out, ",")
+	}
+	return "\n" + indent + strings.Join(out, ",\n"+indent) + "\n" + closeIndent
+}
+
+// oursElementIndent is how deep shardcount's own file indents an entry.
+const oursElementIndent = "    "
+
+// arrayEdits adds entries to the end of an array of the app's, after its
+// last element kept, and removes its elements that drop holds.
+func arrayEdits(app []byte, m *jsonMember, add [][]byte, drop map[string]bool, st style) []edit {
+	arr := m.array
+	dropped := make([]bool, len(arr.elems))
+	lastKept := -1
+	for i, e := range arr.elems {
+		var entry map[string]any
+		json.Unmarshal(app[e.start:e.end], &entry)
+		dropped[i] = entry != nil && drop[canonical(entry)]
+		if !dropped[i] {
+			lastKept = i
+		}
+	}
+	keyIndent, _ := lineIndent(app, m.keyStart)
+	closeIndent, ok := lineIndent(app, arr.close)
+	if !ok {
+		closeIndent = keyIndent
+	}
+	if lastKept < 0 { // nothing of the app's in it: its interior anew
+		if len(add) == 0 && len(arr.elems) == 0 {
+			return nil
+		}
+		return []edit{{arr.open + 1, arr.close, elements(add, closeIndent+st.unit, closeIndent, st)}}
+	}
+	var edits []edit
+	for i, e := range arr.elems {
+		if dropped[i] && i < lastKept {
+			edits = append(edits, edit{e.start, arr.elems[i+1].start, ""})
+		}
+	}
+	anchor := arr.elems[lastKept].end
+	if last := len(arr.elems) - 1; lastKept < last {
+		edits = append(edits, edit{anchor, arr.elems[last].end, ""}) // the trailing ones, with the comma before them
+	}
+	if len(add) == 0 {
+		return edits
+	}
+	indent, ok := lineIndent(app, arr.elems[0].start)
+	if !ok {
+		indent = closeIndent + st.unit
+	}
+	sep := ",\n" + indent
+	if st.compact {
+		sep = ","
+	}
+	if len(arr.elems) >= 2 {
+		sep = string(app[arr.elems[0].end:arr.elems[1].start])
+	}
+	var text strings.Builder
+	for _, e := range add {
+		text.WriteString(sep + reindent(e, oursElementIndent, indent, st))
+	}
+	return append(edits, edit{anchor, anchor, text.String()})
+}
+
+// membersEdit adds members (laid out) to the top-level object: after its
+// last member, or into an empty one.
+func membersEdit(app []byte, o jsonObject, members []string, st style) edit {
+	if len(o.members) == 0 {
+		if st.compact {
+			return edit{o.open + 1, o.close, strings.Join(members, ",")}
+		}
+		return edit{o.open + 1, o.close, "\n" + st.unit + strings.Join(members, ",\n"+st.unit) + "\n"}
+	}
+	indent, _ := lineIndent(app, o.members[0].keyStart)
+	sep := ",\n" + indent
+	if st.compact {
+		sep = ","
+	}
+	at := o.members[len(o.members)-1].value.end
+	return edit{at, at, sep + strings.Join(members, sep)}
 }
 
 // MissingIndexes lists what the app's indexes file lacks of ours (those
@@ -136,29 +287,6 @@ func list(m map[string]any, key string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// merge appends each entry of ours whose key the app's entries lack; an
-// entry with the same key but other content is a conflict, unless
-// conflict is nil (the key is the whole entry).
-func merge(app, ours []map[string]any, key func(map[string]any) string, conflict func(have, want map[string]any) error) ([]any, error) {
-	have := map[string]map[string]any{}
-	out := make([]any, 0, len(app)+len(ours))
-	for _, e := range app {
-		have[key(e)] = e
-		out = append(out, e)
-	}
-	for _, e := range ours {
-		h, ok := have[key(e)]
-		switch {
-		case !ok:
-			out = append(out, e)
-			have[key(e)] = e
-		case conflict != nil && canonical(h) != canonical(e):
-			return nil, conflict(h, e)
-		}
-	}
-	return out, nil
 }
 
 // compositeDefaults are what a composite index means when it does not
