@@ -103,15 +103,15 @@ func (p *plan) deployApp(w io.Writer, ours firebasemerge.Ours, groups []service.
 	rules := string(app) // the ruleset deployed: the app's file as it is, byte for byte
 	fmt.Fprintf(w, "# Firestore: the app's rules and indexes, as %s names them: %s and %s.\n", configName(files), files.Rules, files.Indexes)
 	fmt.Fprintf(w, "# The ruleset is %s as it is (sha256 %x).\n", files.Rules, sha256.Sum256(app))
-	for _, warning := range firebasemerge.Overlaps(rules) {
-		fmt.Fprintf(w, "# warning: %s: %s\n", files.Rules, warning)
-		fmt.Fprintf(os.Stderr, "deploy: warning: %s: %s\n", files.Rules, warning)
-	}
-	p.writeRules(w, rules)
 	indexes, err := os.ReadFile(files.Indexes)
 	if err != nil {
 		return err
 	}
+	for _, warning := range ours.Warnings(rules, indexes) {
+		fmt.Fprintf(w, "# warning: %s: %s\n", files.Rules, warning)
+		fmt.Fprintf(os.Stderr, "deploy: warning: %s: %s\n", files.Rules, warning)
+	}
+	p.writeRules(w, rules)
 	return p.writeIndexes(w, indexes, nil)
 }
 

@@ -19,12 +19,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/firebasemerge"
 	"github.com/shardcount/shardcount/internal/service"
 )
@@ -105,10 +108,25 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 		if len(missing) == 0 {
 			fmt.Printf("%s and %s hold shardcount's rules and indexes\n", files.Rules, files.Indexes)
 		}
+		rules, _ := os.ReadFile(files.Rules)
+		indexes, _ := os.ReadFile(files.Indexes)
+		for _, w := range ours.Warnings(string(rules), indexes) {
+			fmt.Fprintf(os.Stderr, "firebasemerge: warning: %s: %s\n", files.Rules, w)
+		}
+		settings := filepath.Join(files.Dir, config.FileName)
+		if _, err := os.Stat(settings); err == nil {
+			if _, err := config.ReadFile(settings); err != nil {
+				fmt.Println(err)
+				return true, nil
+			}
+		}
 		return len(missing) > 0, nil
 	}
 	rules, indexes, warnings, err := ours.Merge(files)
 	if err != nil {
+		return false, err
+	}
+	if err := createSettings(files.Dir); err != nil {
 		return false, err
 	}
 	for _, w := range warnings {
@@ -145,6 +163,28 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with %s --firestore-from %s.\n", files.Dir, deploy, files.Dir)
 	}
 	return stale, nil
+}
+
+// createSettings writes the app's settings file, with every setting at its
+// default and an example kind, unless it has one.
+func createSettings(dir string) error {
+	path := filepath.Join(dir, config.FileName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // the app's own: never overwritten
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(config.Template()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("%s: created: the settings your functions deploy and run with (its kinds: likes, views); edit it, and keep it in your repository\n", path)
+	return nil
 }
 
 // sameDir reports whether two paths name one directory.

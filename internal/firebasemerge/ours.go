@@ -114,6 +114,14 @@ func (o Ours) Extras(f Files) ([]string, error) {
 	return extras, nil
 }
 
+// Warnings are what to check by hand in an app's rules and indexes: its
+// rules that also match shardcount's documents, and its collections that
+// shardcount's collection-group rules and field overrides also apply to.
+// Every merge, check and deploy prints them, up to date or not.
+func (o Ours) Warnings(rules string, indexes []byte) []string {
+	return append(Overlaps(rules), o.Shared(rules, indexes)...)
+}
+
 // Merge returns the app's files with ours merged in, and what to check by
 // hand. A file that holds ours already is returned as it is, its
 // formatting too; an app without a rules file starts from shardcount's.
@@ -131,11 +139,11 @@ func (o Ours) Merge(f Files) (rules, indexes []byte, warnings []string, err erro
 			return nil, nil, nil, fmt.Errorf("%s: %w", f.Rules, err)
 		}
 	}
-	warnings = Overlaps(merged)
 	appIndexes, err := read(f.Indexes)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	warnings = o.Warnings(merged, appIndexes)
 	mergedIndexes := appIndexes
 	lacks, err := MissingIndexes(appIndexes, o.Indexes, o.Keep)
 	var unused []string

@@ -1,6 +1,7 @@
 package firebasemerge
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -84,4 +85,96 @@ func globSegments(pattern, path []string) bool {
 		return false
 	}
 	return globSegments(pattern[1:], path[1:])
+}
+
+// Shared returns a warning for each collection of the app's (named by a
+// match statement of its rules outside shardcount's block, or by its own
+// indexes) that a collection-group rule or a field override of
+// shardcount's also applies to: those are not scoped to shardcount's
+// documents. An app's collection `members` may be listed by a user whose
+// uid its documents hold; an app's collection `windows` has its
+// documents deleted once their expire_at passes.
+func (o Ours) Shared(rules string, indexes []byte) []string {
+	effects := map[string][]string{} // by collection id: what of ours applies to every collection of that name
+	for _, m := range scan(o.Block).matches {
+		segs := split(m.path)
+		if len(segs) >= 2 && strings.HasSuffix(segs[0], "=**}") && m.grants {
+			effects[segs[1]] = append(effects[segs[1]], fmt.Sprintf("shardcount's collection-group rule `match %s` (a signed-in user may list the documents whose uid is theirs)", m.path))
+		}
+	}
+	var ours struct {
+		FieldOverrides []struct {
+			CollectionGroup string `json:"collectionGroup"`
+			FieldPath       string `json:"fieldPath"`
+			TTL             bool   `json:"ttl"`
+		} `json:"fieldOverrides"`
+	}
+	json.Unmarshal(o.Indexes, &ours)
+	for _, f := range ours.FieldOverrides {
+		if o.Keep != nil && !o.Keep(f.CollectionGroup) {
+			continue
+		}
+		what := fmt.Sprintf("shardcount's field override of %s, which indexes no query of the app's on it", f.FieldPath)
+		if f.TTL {
+			what = fmt.Sprintf("shardcount's TTL policy on %s (a document whose %s has passed is deleted)", f.FieldPath, f.FieldPath)
+		}
+		effects[f.CollectionGroup] = append(effects[f.CollectionGroup], what)
+	}
+	var warnings []string
+	warn := func(coll, where string) {
+		if e := effects[coll]; e != nil {
+			warnings = append(warnings, fmt.Sprintf("%s names a collection `%s` of the app's, and every collection of that name, the app's too, gets %s: rename it, or check that this is fine",
+				where, coll, strings.Join(e, " and ")))
+			delete(effects, coll) // once per collection
+		}
+	}
+	begin, end, err := blockSpan(rules)
+	for _, m := range scan(rules).matches {
+		if err == nil && m.offset >= begin && m.offset < end || ourDocument(m.path) {
+			continue
+		}
+		segs := split(strings.TrimPrefix(m.path, "/databases/{database}/documents"))
+		for i := 0; i < len(segs); i += 2 {
+			if !strings.HasPrefix(segs[i], "{") {
+				warn(segs[i], fmt.Sprintf("line %d (`match %s`)", m.line, m.own))
+			}
+		}
+	}
+	var rawApp map[string]any
+	json.Unmarshal(indexes, &rawApp)
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		for _, e := range list(rawApp, key) {
+			if g, _ := e["collectionGroup"].(string); !ourEntry(e, o.Indexes) {
+				warn(g, "the app's indexes file (an entry of its own)")
+			}
+		}
+	}
+	return warnings
+}
+
+// ourDocument reports whether a rules path stands for one of shardcount's
+// documents (every group's).
+func ourDocument(path string) bool {
+	for _, docs := range documentsOf {
+		for _, doc := range docs {
+			if globMatch(path, "/databases/(default)/documents/"+doc) && len(split(path)) == len(split("/databases/(default)/documents/"+doc)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ourEntry reports whether an entry of an indexes file is one of ours.
+func ourEntry(e map[string]any, ours []byte) bool {
+	var o map[string]any
+	json.Unmarshal(ours, &o)
+	for _, key := range []string{"indexes", "fieldOverrides"} {
+		for _, x := range list(o, key) {
+			if canonical(x) == canonical(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
