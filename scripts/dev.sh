@@ -9,6 +9,8 @@
 #   TRIGGER_PORT    where the emulator delivers trigger events (default 8082)
 #   AUTH_PORT       Auth emulator port; it also takes AUTH_PORT+1 and +2 (default 9099)
 #   WEB_PORT        the web app (default 5173)
+#   APP_FUNCTIONS_PORT  with --app-functions: the app's Functions emulator (default 5001; it also
+#                   takes the four ports after it)
 #   AUTH            off | required          (default off here; required when deployed)
 #   COUNTER_KINDS   the app's kinds (default {"likes": {"unique": true}, "views": {}}, the web app's)
 #   APP_CHECK       off | monitor | enforce (default off); on, a local stand-in for Google's App Check
@@ -18,6 +20,13 @@
 #                   --firestore-from PATH_TO_APP, the rules file the app's firebase.json names, so
 #                   your app's rules are tested together with shardcount's (merged into them by
 #                   scripts/firebase-merge.sh). Paths are relative to where you run dev.sh.
+# --firestore-from PATH_TO_APP also runs the functions with the app's settings file,
+# PATH_TO_APP/shardcount.env.yaml, when it has one, as scripts/deploy.sh deploys them;
+# --settings FILE names another. A setting of the file's set otherwise in this shell is
+# refused; what the file leaves out keeps the defaults below (AUTH=off here).
+# --app-functions, with --firestore-from, also runs the app's own functions (its firebase.json's
+# "functions", npm-installed) in the Firebase CLI's Functions emulator, their Firestore triggers
+# receiving this emulator's writes: shardcount's counter documents among them.
 #   GROUP_COMMIT_MAX_WAIT                   (default 2ms here; 0 when deployed)
 #   OTEL_*          OpenTelemetry (default: export to this server's own receiver, which the
 #                   metrics page at /metrics.html charts; OTEL_SDK_DISABLED=true: off)
@@ -26,12 +35,15 @@
 # Any other setting of the README's table is passed through to the functions.
 set -euo pipefail
 unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
-app= rules=${RULES:-}
+app= rules=${RULES:-} settings= app_functions=
 while [ $# -gt 0 ]; do
   case "$1" in
     --firestore-from) app=${2:?--firestore-from needs the app directory}; shift 2 ;;
     --firestore-from=*) app=${1#*=}; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --app-functions) app_functions=1; shift ;;
+    --settings) settings=${2:?--settings needs a file}; shift 2 ;;
+    --settings=*) settings=${1#*=}; shift ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "dev.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,8 +55,22 @@ fi
 if [ -n "$app" ]; then
   app=$(cd -- "$app" 2>/dev/null && pwd -P) || { echo "dev.sh: --firestore-from: $app is not a directory" >&2; exit 2; }
 fi
+if [ -n "$settings" ]; then
+  given=$settings
+  settings=$(cd -- "$(dirname -- "$given")" 2>/dev/null && echo "$(pwd -P)/$(basename -- "$given")") || { echo "dev.sh: --settings: $given does not exist" >&2; exit 2; }
+  [ -f "$settings" ] || { echo "dev.sh: --settings: $given does not exist" >&2; exit 2; }
+elif [ -n "$app" ] && [ -f "$app/shardcount.env.yaml" ]; then
+  settings=$app/shardcount.env.yaml
+fi
+[ -z "$app_functions" ] || [ -n "$app" ] || { echo "dev.sh: --app-functions runs the functions of the app --firestore-from names" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+if [ -n "$settings" ]; then
+  # The app's settings, checked against this shell, before the defaults
+  # below fill in what the file leaves out.
+  exports=$(go run ./cmd/devserver -settings "$settings" -print-env) || exit 2
+  eval "$exports"
+fi
 if [ -n "$app" ]; then
   where=$(go run ./cmd/firebasemerge -where -database "${FIRESTORE_DATABASE:-(default)}" "$app")
   rules=$(printf '%s\n' "$where" | cut -f1)
@@ -61,13 +87,15 @@ FUNCTIONS_PORT=${FUNCTIONS_PORT:-8081}
 TRIGGER_PORT=${TRIGGER_PORT:-8082}
 AUTH_PORT=${AUTH_PORT:-9099}
 WEB_PORT=${WEB_PORT:-5173}
+APP_FUNCTIONS_PORT=${APP_FUNCTIONS_PORT:-5001}
 export AUTH=${AUTH:-off}
 # The emulator sends trigger events one at a time (about 1,000/s here): pace a
 # hot counter's commits below that (README "Group commit").
 export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
 RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
-# The web app's posts have views and likes: counters their first use creates.
-export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}}'}
+# The web app's posts have views and likes: counters their first use creates
+# (an app's settings file decides its own).
+[ -n "$settings" ] || export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}}'}
 # Telemetry (OTEL_* pass through): unless told otherwise, the functions
 # export to the local receiver in cmd/devserver, every 2 s, for the metrics
 # page; OTEL_SDK_DISABLED=true turns it off.
@@ -82,7 +110,9 @@ fi
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
 command -v curl >/dev/null 2>&1 || sc_die "curl is not installed (sudo apt-get install -y curl)."
 sc_emulator_launcher >/dev/null
-for p in "$FUNCTIONS_PORT" "$TRIGGER_PORT" "$WEB_PORT"; do
+ports=("$FUNCTIONS_PORT" "$TRIGGER_PORT" "$WEB_PORT")
+[ -z "$app_functions" ] || ports+=($(seq "$APP_FUNCTIONS_PORT" $((APP_FUNCTIONS_PORT + 4))))
+for p in "${ports[@]}"; do
   sc_port_free "$p" || sc_die "port $p is in use (see the ports at the top of scripts/dev.sh)"
 done
 
@@ -102,9 +132,24 @@ mkdir -p "$tmp/auth"
 sc_start_auth "$AUTH_PORT" "$tmp/auth"
 export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT
 
+app_args=()
+if [ -n "$app_functions" ]; then
+  echo "starting the app's own functions ($app) in the Firebase CLI's Functions emulator on 127.0.0.1:$APP_FUNCTIONS_PORT…"
+  mkdir -p "$tmp/app-functions"
+  "$tmp/devserver" -app-config "$app" -app-config-dir "$tmp/app-functions" -app-port "$APP_FUNCTIONS_PORT" || exit 2
+  cli=$(cd node_modules/.bin && pwd)/firebase
+  # Its functions write to this emulator (the CLI tells only the
+  # emulators it starts itself), as the project the triggers belong to.
+  sc_start appfunctions - bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/app-functions" \
+    env FIRESTORE_EMULATOR_HOST="127.0.0.1:$FIRESTORE_PORT" FIREBASE_AUTH_EMULATOR_HOST="127.0.0.1:$AUTH_PORT" GCLOUD_PROJECT="$PROJECT_ID" \
+    "$cli" emulators:start --only functions --project "$PROJECT_ID" --config "$tmp/app-functions/firebase.json"
+  sc_wait_http "http://127.0.0.1:$APP_FUNCTIONS_PORT/backends" 120 "$SC_PID_appfunctions" /dev/null
+  app_args=(-app-functions "http://127.0.0.1:$APP_FUNCTIONS_PORT")
+fi
+
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
-  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY"
+  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY" ${app_args[@]+"${app_args[@]}"}
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 
 echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"
@@ -114,11 +159,16 @@ sc_start web "$tmp/web.log" bash -c 'sleep infinity | exec "$@"' _ node_modules/
 sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
 base=http://127.0.0.1:$FUNCTIONS_PORT
+app_line=
+[ -z "$app_functions" ] || app_line="
+  App functions       those of $app, in the Firebase CLI's Functions emulator on 127.0.0.1:$APP_FUNCTIONS_PORT:
+                      their Firestore triggers receive this emulator's writes (their logs are printed here)"
 web="http://127.0.0.1:$WEB_PORT/?project=$PROJECT_ID&functions=127.0.0.1:$FUNCTIONS_PORT&firestore=127.0.0.1:$FIRESTORE_PORT&auth=127.0.0.1:$AUTH_PORT${FIRESTORE_DATABASE:+&database=$FIRESTORE_DATABASE}"
 case "${APP_CHECK:-off}" in off) ;; *) web="$web&appcheck=$base/debug/appcheck/token${APP_CHECK_CONSUME:+&consume=$APP_CHECK_CONSUME}" ;; esac
 cat <<MSG
 
 Ready. Project $PROJECT_ID, AUTH=$AUTH, the emulator enforcing $rules.
+  Settings            ${settings:-none (this script's defaults and the shell's)}
   Web app             $web
   Metrics             http://127.0.0.1:$WEB_PORT/metrics.html?functions=127.0.0.1:$FUNCTIONS_PORT   (OpenTelemetry, live)
   Functions           $base/<name>:
@@ -126,7 +176,7 @@ $("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/            
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)
-  Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)
+  Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)$app_line
 
 Try it:
   curl -s -X POST $base/incrementCounter -H 'Content-Type: application/json' -d '{"counter_id":"views:post-1"}'   # its first use creates it

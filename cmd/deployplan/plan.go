@@ -16,10 +16,19 @@ import (
 )
 
 type plan struct {
-	project, region, only, triggerLocation, schedule, firestoreFrom, database string
-	insecureOpen, replaceRules                                                bool
+	project, region, only, triggerLocation, schedule, firestoreFrom string
+	insecureOpen, replaceRules                                      bool
+	// source is shardcount's checkout, absolute: the plan's commands work
+	// from any directory.
+	source string
+	// settings are what every function is deployed with: the app's
+	// settings file, or none (every setting at its default).
+	settings config.File
+	database string // the settings' FIRESTORE_DATABASE
 }
 
+// write prints the plan; getenv is the deploying shell's, which may name
+// secrets and may not set a setting the settings file decides.
 func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	if !regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`).MatchString(p.project) {
 		return fmt.Errorf("--project %q is not a Google Cloud project id", p.project)
@@ -35,12 +44,13 @@ func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	env, err := p.settings(getenv, specs)
+	env, err := p.deployEnv(getenv, specs)
 	if err != nil {
 		return err
 	}
 
-	fmt.Fprintf(w, "# Deploy plan for project %s, region %s: %s.\nset -euo pipefail\n\n", p.project, p.region, strings.Join(names(specs), ", "))
+	fmt.Fprintf(w, "# Deploy plan for project %s, region %s, with %s: %s.\nset -euo pipefail\n\n", p.project, p.region, p.settingsNote(), strings.Join(names(specs), ", "))
+	p.writeKindsCheck(w, specs, env.cfg)
 	for _, spec := range specs {
 		fmt.Fprintln(w, shellJoin(p.deployFunction(spec, runtime, env)))
 	}
@@ -55,7 +65,7 @@ func (p *plan) write(w io.Writer, getenv func(string) string) error {
 	}
 	// The dashboard and alerts read the functions' metrics: with
 	// telemetry on, after everything the functions need.
-	if counters && telemetry.Enabled(getenv) {
+	if counters && telemetry.Enabled(p.settings.Value) {
 		fmt.Fprintln(w)
 		return p.writeMonitoring(w, env.cfg, getenv("ALERT_NOTIFICATION_CHANNELS"))
 	}
@@ -94,7 +104,7 @@ func (p *plan) deployFunction(spec service.Spec, runtime string, env deployEnv) 
 		"--project=" + p.project,
 		"--region=" + p.region,
 		"--runtime=" + runtime,
-		"--source=.",
+		"--source=" + p.source,
 		"--entry-point=" + spec.Name,
 		// A custom delimiter, as CORS_ORIGINS holds commas.
 		"--set-env-vars=^;^" + strings.Join(env.vars, ";"),
@@ -165,22 +175,40 @@ type deployEnv struct {
 	cfg     config.Config
 }
 
-// settings reads the settings to deploy from getenv, as config.Settings
-// declares them, and validates them as a deployed function will. The
-// page-token secret is required when a chosen function signs page tokens.
-func (p *plan) settings(getenv func(string) string, specs []service.Spec) (deployEnv, error) {
+// settingsNote says where the settings come from, in the plan's first
+// line.
+func (p *plan) settingsNote() string {
+	if p.settings.Path == "" {
+		return "no " + config.FileName + ": every setting at its default"
+	}
+	return fmt.Sprintf("the settings of %s (%d set, the others at their defaults)", p.settings.Path, len(p.settings.Values))
+}
+
+// deployEnv is what to deploy: the settings file's, as
+// config.Settings declares them, validated as a deployed function will;
+// secrets are named in the shell (getenv), and nothing else may be set
+// there to another value than the file's. The page-token secret is
+// required when a chosen function signs page tokens.
+func (p *plan) deployEnv(getenv func(string) string, specs []service.Spec) (deployEnv, error) {
 	vals := map[string]string{"GOOGLE_CLOUD_PROJECT": p.project, "K_SERVICE": "deploy-plan"}
 	env := deployEnv{vars: []string{"GOOGLE_CLOUD_PROJECT=" + p.project}}
+	if conflicts := p.settings.Conflicts(getenv, true); len(conflicts) > 0 {
+		return env, errors.Join(conflicts...)
+	}
 	for _, s := range config.Settings {
 		v := getenv(s.Name)
 		switch {
-		case v == "":
 		case s.Scope == config.Deployed:
+			v = p.settings.Values[s.Name]
+			if v == "" {
+				continue
+			}
 			if strings.Contains(v, ";") {
 				return env, fmt.Errorf("%s must not contain ';'", s.Name)
 			}
 			vals[s.Name] = v
 			env.vars = append(env.vars, s.Name+"="+v)
+		case v == "":
 		case s.Scope == config.Secret:
 			ref, err := secretRef(p.project, v)
 			if err != nil {
@@ -194,7 +222,7 @@ func (p *plan) settings(getenv func(string) string, specs []service.Spec) (deplo
 		return env, fmt.Errorf("PAGE_TOKEN_SECRET must name the Secret Manager secret holding the page-token key, which %s signs its page tokens with "+
 			"(e.g. PAGE_TOKEN_SECRET=page-token; README \"Deploy\" says how to create it), or leave it out with --only counters", strings.Join(signers, ", "))
 	}
-	if getenv("AUTH") == string(config.AuthOff) && !p.insecureOpen {
+	if p.settings.Value("AUTH") == string(config.AuthOff) && !p.insecureOpen {
 		return env, errors.New("AUTH=off would deploy every public function open to anyone: pass --insecure-open if that is what you want")
 	}
 	cfg, err := config.FromEnv(func(k string) string { return vals[k] })

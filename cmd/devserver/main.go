@@ -22,6 +22,11 @@
 // With APP_CHECK on, it stands in for Google's App Check service at
 // /debug/appcheck/ (internal/localdev/appcheckdev).
 //
+// With -settings FILE -print-env, it checks an app's settings file
+// (shardcount.env.yaml) against its environment, as scripts/deploy.sh
+// does, and prints the file's settings as bash export lines for
+// scripts/dev.sh to run the functions with.
+//
 // /debug/shardcount serves what the functions counted (Firestore commits,
 // writes and reads by label, roll-up events), which loadgen reads.
 package main
@@ -41,10 +46,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/localdev/appcheckdev"
 	"github.com/shardcount/shardcount/internal/localdev/otlpsink"
 	"github.com/shardcount/shardcount/internal/localdev/triggerbridge"
@@ -68,7 +75,31 @@ func main() {
 		return nil
 	})
 	list := flag.Bool("list", false, "print the names of the HTTP functions, and exit")
+	appFunctions := flag.String("app-functions", "", "with -trigger-port: the base URL of an app's own Functions emulator (the Firebase CLI's): its Firestore triggers are registered with the emulator, and their events go there")
+	appConfig := flag.String("app-config", "", "write to -app-config-dir a firebase.json that runs the functions of this app directory in the Firebase CLI's Functions emulator on -app-port (and the four ports after), and exit")
+	appConfigDir := flag.String("app-config-dir", "", "with -app-config: where to write it")
+	appPort := flag.Int("app-port", 5001, "with -app-config: the Functions emulator's port")
+	settings := flag.String("settings", "", "with -print-env: the app's settings file ("+config.FileName+")")
+	printEnv := flag.Bool("print-env", false, "check -settings against this environment, print its settings as bash export lines, and exit")
 	flag.Parse()
+	if *appConfig != "" {
+		b, err := triggerbridge.AppConfig(*appConfig, *appConfigDir, *appPort)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(*appConfigDir, "firebase.json"), append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dev.sh:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if *printEnv {
+		if err := exportSettings(os.Stdout, *settings, os.Getenv); err != nil {
+			fmt.Fprintln(os.Stderr, "dev.sh:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if *list {
 		for _, spec := range service.Catalog {
 			if spec.Kind == service.HTTPTrigger {
@@ -110,7 +141,7 @@ func main() {
 		go schedule(context.Background(), "http://"+net.JoinHostPort(*host, *port)+"/reconcileCounters", *reconcileEvery, logging.New(logging.Stdout, nil))
 	}
 	if *triggerPort != "" {
-		if err := serveTriggers(*host, *port, *triggerPort, routes); err != nil {
+		if err := serveTriggers(*host, *port, *triggerPort, *appFunctions, routes); err != nil {
 			log.Fatalf("devserver: %v", err)
 		}
 	}
@@ -150,13 +181,17 @@ func server(addr string, h http.Handler, t timeouts) *http.Server {
 
 func listen(addr string, h http.Handler) error { return server(addr, h, serving).ListenAndServe() }
 
-func serveTriggers(host, port, triggerPort string, routes map[string][]string) error {
+func serveTriggers(host, port, triggerPort, app string, routes map[string][]string) error {
 	emulator, project := os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("GOOGLE_CLOUD_PROJECT")
 	database := cmp.Or(os.Getenv("FIRESTORE_DATABASE"), "(default)")
 	if emulator == "" || project == "" {
 		return errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
 	}
-	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Routes: routes, Log: logging.New(logging.Stdout, nil)}
+	logger := logging.New(logging.Stdout, nil)
+	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Routes: routes, App: app, Log: logger}
+	if app != "" {
+		triggerbridge.WatchApp(context.Background(), app, emulator, project, 30*time.Second, logger)
+	}
 	go func() { log.Fatal(listen(net.JoinHostPort(host, triggerPort), bridge)) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -200,4 +235,24 @@ func schedule(ctx context.Context, url string, every time.Duration, log *slog.Lo
 			log.Warn("scheduled reconcile failed", "status", resp.StatusCode)
 		}
 	}
+}
+
+// exportSettings prints the settings of the file at path as bash export
+// lines, once none of them is set otherwise in getenv (the shell); the
+// shell's settings the file leaves out are added, and named.
+func exportSettings(w io.Writer, path string, getenv func(string) string) error {
+	f, err := config.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if conflicts := f.Conflicts(getenv, false); len(conflicts) > 0 {
+		return errors.Join(conflicts...)
+	}
+	if added := f.Added(getenv); len(added) > 0 {
+		fmt.Fprintf(os.Stderr, "dev.sh: from this shell, besides %s: %s\n", path, strings.Join(added, ", "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Values)) {
+		fmt.Fprintf(w, "export %s='%s'\n", k, strings.ReplaceAll(f.Values[k], "'", `'\''`))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,22 @@ import (
 
 // root is the repository.
 var root, _ = filepath.Abs("../..")
+
+// settingsFile writes a settings file (shardcount.env.yaml) holding the
+// settings of kv ("KEY=value") and returns its path.
+func settingsFile(t *testing.T, kv ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, s := range kv {
+		k, v, _ := strings.Cut(s, "=")
+		fmt.Fprintf(&b, "%s: '%s'\n", k, strings.ReplaceAll(v, "'", "''"))
+	}
+	path := filepath.Join(t.TempDir(), "shardcount.env.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // dryRun runs scripts/deploy.sh --dry-run with extra arguments and
 // environment, and returns its output and error.
@@ -79,8 +96,8 @@ func deployLines(t *testing.T, plan string) map[string][]string {
 }
 
 func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
-	plan, err := dryRun(t, []string{"CORS_ORIGINS=https://a.example.com,https://b.example.com", "ROLLUP_CADENCE=2s"},
-		"--project", "demo-x", "--region", "us-central1")
+	plan, err := dryRun(t, nil, "--project", "demo-x", "--region", "us-central1",
+		"--settings", settingsFile(t, "CORS_ORIGINS=https://a.example.com,https://b.example.com", "ROLLUP_CADENCE=2s"))
 	if err != nil {
 		t.Fatalf("deploy.sh --dry-run: %v\n%s", err, plan)
 	}
@@ -98,7 +115,7 @@ func TestDryRunDeploysEveryFunctionOfTheCatalog(t *testing.T) {
 			t.Errorf("%s is not deployed", spec.Name)
 			continue
 		}
-		want := []string{"--gen2", "--project=demo-x", "--region=us-central1", runtime, "--source=.",
+		want := []string{"--gen2", "--project=demo-x", "--region=us-central1", runtime, "--source=" + root,
 			"--entry-point=" + spec.Name,
 			"--set-env-vars=^;^GOOGLE_CLOUD_PROJECT=demo-x;CORS_ORIGINS=https://a.example.com,https://b.example.com;ROLLUP_CADENCE=2s",
 			// The key is read from Secret Manager, never passed as a value.
@@ -202,6 +219,9 @@ func TestDryRunOnlyOneFunction(t *testing.T) {
 }
 
 func TestDryRunRefusesBadInput(t *testing.T) {
+	settings := func(kv ...string) []string {
+		return []string{"--project", "demo-x", "--settings", settingsFile(t, kv...)}
+	}
 	for name, tc := range map[string]struct {
 		env     []string
 		args    []string
@@ -209,17 +229,22 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 	}{
 		"unknown function":     {nil, []string{"--project", "demo-x", "--only", "nope"}, "createCounter"},
 		"both rules flags":     {nil, []string{"--project", "demo-x", "--replace-rules", "--firestore-from", "."}, "exclusive"},
-		"cadence past 540 s":   {[]string{"ROLLUP_CADENCE=1m", "FIRESTORE_DEADLINE=5m"}, []string{"--project", "demo-x"}, "an event function may run"},
+		"cadence past 540 s":   {nil, settings("ROLLUP_CADENCE=1m", "FIRESTORE_DEADLINE=5m"), "an event function may run"},
 		"no project":           {[]string{"PROJECT_ID=", "GOOGLE_CLOUD_PROJECT="}, nil, "project"},
 		"bad project":          {nil, []string{"--project", "Not A Project"}, "project"},
-		"wildcard origin":      {[]string{"CORS_ORIGINS=*"}, []string{"--project", "demo-x"}, "CORS_ORIGINS"},
-		"bad cadence":          {[]string{"ROLLUP_CADENCE=soon"}, []string{"--project", "demo-x"}, "ROLLUP_CADENCE"},
+		"wildcard origin":      {nil, settings("CORS_ORIGINS=*"), "CORS_ORIGINS"},
+		"bad cadence":          {nil, settings("ROLLUP_CADENCE=soon"), "ROLLUP_CADENCE"},
 		"unknown argument":     {nil, []string{"--project", "demo-x", "--yes"}, "unknown argument"},
-		"bad AUTH":             {[]string{"AUTH=maybe"}, []string{"--project", "demo-x"}, "AUTH"},
+		"bad AUTH":             {nil, settings("AUTH=maybe"), "AUTH"},
 		"no page-token secret": {[]string{"PAGE_TOKEN_SECRET="}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
 		"bad secret name":      {[]string{"PAGE_TOKEN_SECRET=not a name"}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
-		"AUTH=off, not open":   {[]string{"AUTH=off"}, []string{"--project", "demo-x"}, "--insecure-open"},
-		"bad deadline":         {[]string{"FIRESTORE_DEADLINE=1h"}, []string{"--project", "demo-x"}, "FIRESTORE_DEADLINE"},
+		"AUTH=off, not open":   {nil, settings("AUTH=off"), "--insecure-open"},
+		"bad deadline":         {nil, settings("FIRESTORE_DEADLINE=1h"), "FIRESTORE_DEADLINE"},
+		"no settings file":     {nil, []string{"--project", "demo-x", "--settings", "/nonexistent/shardcount.env.yaml"}, "does not exist"},
+		"a secret in the file": {nil, settings("PAGE_TOKEN_SECRET=page-token"), "Secret Manager"},
+		"an unknown setting":   {nil, settings("COUNTER_KIND={}"), "COUNTER_KIND (line 1): not a setting"},
+		"a setting in the shell, no file": {[]string{"ROLLUP_CADENCE=2s"}, []string{"--project", "demo-x"},
+			"ROLLUP_CADENCE is set in this shell ('2s'), and settings come from shardcount.env.yaml"},
 	} {
 		out, err := dryRun(t, tc.env, tc.args...)
 		if err == nil || !strings.Contains(out, tc.mention) {
@@ -229,7 +254,7 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 }
 
 func TestDryRunOpenDeployNeedsInsecureOpen(t *testing.T) {
-	plan, err := dryRun(t, []string{"AUTH=off"}, "--project", "demo-x", "--insecure-open")
+	plan, err := dryRun(t, nil, "--project", "demo-x", "--insecure-open", "--settings", settingsFile(t, "AUTH=off"))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -294,7 +319,9 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 }
 
 // standInGcloud writes a gcloud that records its calls and answers like
-// the real one where the plan depends on it: `describe` prints a value,
+// the real one where the plan depends on it: `describe --format=json`
+// prints the function as deployed (the JSON in $DEPLOYED, or NOT_FOUND
+// when it is unset), another `describe` prints a value,
 // `scheduler jobs update` fails for a job that does not exist and rejects
 // --headers (it takes --update-headers), `scheduler jobs create` fails
 // for a job that exists, and so does creating an index that exists.
@@ -304,6 +331,9 @@ func standInGcloud(t *testing.T, bin, calls string) {
 	script := `#!/bin/sh
 echo "$*" >> ` + calls + `
 case "$*" in
+  "functions describe"*--format=json)
+    [ -n "$DEPLOYED" ] || { echo "ERROR: (gcloud.functions.describe) NOT_FOUND: Resource 'projects/demo-x/locations/us-central1/functions/$3' was not found" >&2; exit 1; }
+    printf '%s\n' "$DEPLOYED" ;;
   *describe*) echo 123 ;;
   "firestore indexes composite create"*)
     [ -z "$INDEX_ERROR" ] || { echo "ERROR: $INDEX_ERROR" >&2; exit 1; }
@@ -428,7 +458,7 @@ func readFile(t *testing.T, path string) string {
 // their documents in that database, the roll-up's trigger takes its
 // writes, and the indexes, TTL policies and rules go to it.
 func TestDryRunNamedDatabase(t *testing.T) {
-	plan, err := dryRun(t, []string{"FIRESTORE_DATABASE=counters-db"}, "--project=demo-x", "--replace-rules")
+	plan, err := dryRun(t, nil, "--project=demo-x", "--replace-rules", "--settings", settingsFile(t, "FIRESTORE_DATABASE=counters-db"))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -452,7 +482,7 @@ func TestDryRunNamedDatabase(t *testing.T) {
 	if strings.Contains(plan, "(default)") {
 		t.Errorf("the plan still names the (default) database:\n%s", plan)
 	}
-	if out, err := dryRun(t, []string{"FIRESTORE_DATABASE=Bad_Name"}, "--project=demo-x"); err == nil {
+	if out, err := dryRun(t, nil, "--project=demo-x", "--settings", settingsFile(t, "FIRESTORE_DATABASE=Bad_Name")); err == nil {
 		t.Errorf("FIRESTORE_DATABASE=Bad_Name was accepted:\n%s", out)
 	}
 }
@@ -461,8 +491,8 @@ func TestDryRunNamedDatabase(t *testing.T) {
 // dashboard and the four alert policies of monitoring/, their JSON in the
 // plan, the lag threshold two cadences of the ROLLUP_CADENCE deployed.
 func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
-	plan, err := dryRun(t, []string{"ROLLUP_CADENCE=2s", "ALERT_NOTIFICATION_CHANNELS=projects/demo-x/notificationChannels/1",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=https://telemetry.googleapis.com"}, "--project=demo-x", "--only", "counters")
+	telemetry := settingsFile(t, "ROLLUP_CADENCE=2s", "OTEL_EXPORTER_OTLP_ENDPOINT=https://telemetry.googleapis.com")
+	plan, err := dryRun(t, []string{"ALERT_NOTIFICATION_CHANNELS=projects/demo-x/notificationChannels/1"}, "--project=demo-x", "--only", "counters", "--settings", telemetry)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, plan)
 	}
@@ -495,7 +525,7 @@ func TestDryRunCreatesTheDashboardAndAlerts(t *testing.T) {
 	if q := policies["shardcount: roll-up lag p99 above two cadences"]; !strings.HasSuffix(q, "> 4") {
 		t.Errorf("the lag alert's query %q: want a threshold of 4 s (two cadences of 2s)", q)
 	}
-	if only, _ := dryRun(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=https://telemetry.googleapis.com"}, "--project=demo-x", "--only", "getCounter"); strings.Contains(only, "monitoring") {
+	if only, _ := dryRun(t, nil, "--project=demo-x", "--only", "getCounter", "--settings", telemetry); strings.Contains(only, "monitoring") {
 		t.Error("--only getCounter also deploys the monitoring")
 	}
 	if off, _ := dryRun(t, nil, "--project=demo-x", "--only", "counters"); strings.Contains(off, "monitoring") {

@@ -180,8 +180,9 @@ func answerMatches(want, got string) bool {
 }
 
 // webSnippet runs the README's js block marked "tested: node" with Node,
-// the Firebase JS SDK and shardcount's client, and waits for the lines its
-// marker says it prints.
+// the Firebase JS SDK and shardcount's client, as it is written (dev.sh's
+// addresses in its environment), waits for the lines its marker says it
+// prints, and for it to exit on its own.
 func webSnippet(t *testing.T, dev *testenv.Dev) {
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -198,11 +199,13 @@ func webSnippet(t *testing.T, dev *testenv.Dev) {
 	// In an app that installed the client as the README says
 	// (scripts/build-client.sh's package), beside the Firebase JS SDK.
 	app := testenv.WebClientApp(t, root)
-	if err := os.WriteFile(filepath.Join(app, "snippet.mjs"), []byte(dev.Apply(string(m[2]))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(app, "snippet.mjs"), m[2], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", "snippet.mjs")
 	cmd.Dir = app
+	cmd.Env = append(os.Environ(), "GCLOUD_PROJECT="+testenv.AuthProject(), "FIRESTORE_EMULATOR_HOST="+dev.FirestoreHost(),
+		"FIREBASE_AUTH_EMULATOR_HOST="+dev.AuthHost(), "FUNCTIONS_EMULATOR_HOST="+strings.TrimPrefix(dev.Functions(), "http://"))
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -231,6 +234,21 @@ func webSnippet(t *testing.T, dev *testenv.Dev) {
 		case <-timeout:
 			t.Fatalf("the snippet did not print %q within 90 s; it printed %q\n%s", wants, seen, stderr.String())
 		}
+	}
+	// It exits on its own once done: nothing left open.
+	exited := make(chan error, 1)
+	go func() {
+		for range lines { // what it prints after
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the snippet exited with %v\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("the snippet printed %q and did not exit within 60 s", seen)
 	}
 	t.Logf("the snippet printed %q", seen)
 }

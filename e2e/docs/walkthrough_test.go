@@ -26,7 +26,8 @@ func TestTheAdoptionWalkthrough(t *testing.T) {
 	}
 	config := regexp.MustCompile("(?s)<!-- the walkthrough's firebase.json -->\n```json\n(.*?)```").FindSubmatch(doc)
 	block := regexp.MustCompile("(?s)<!-- tested: the walkthrough, by e2e/docs -->\n```sh\n(.*?)```").FindSubmatch(doc)
-	if config == nil || block == nil {
+	settings := regexp.MustCompile("(?s)<!-- the walkthrough's shardcount.env.yaml -->\n```yaml\n(.*?)```").FindSubmatch(doc)
+	if config == nil || block == nil || settings == nil {
 		t.Fatal("deploy.md has no walkthrough marked for this test")
 	}
 	src := t.TempDir()
@@ -44,7 +45,7 @@ func TestTheAdoptionWalkthrough(t *testing.T) {
 	for name, content := range map[string]string{
 		"firebase.json": string(config[1]), "firestore/app.rules": sample("firestore.rules"),
 		"firestore/app.indexes.json": sample("firestore.indexes.json"), "public/index.html": "<h1>my app</h1>\n",
-		"functions/index.js": "exports.hello = () => {};\n",
+		"functions/index.js": "exports.hello = () => {};\n", "shardcount.env.yaml": string(settings[1]),
 	} {
 		os.MkdirAll(filepath.Dir(filepath.Join(app, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(app, name), []byte(content), 0o644); err != nil {
@@ -65,8 +66,12 @@ func TestTheAdoptionWalkthrough(t *testing.T) {
 		cmd := exec.Command("bash", "-c", command)
 		cmd.Dir = app
 		cmd.Env = append(os.Environ(), "PAGE_TOKEN_SECRET=")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("%s: %v\n%s", command, err, out)
+		}
+		if strings.Contains(command, "deploy.sh --dry-run") && !strings.Contains(string(out), `;COUNTER_KINDS={"likes": {"unique": true, "num_shards": 8, "keys_in": "posts"}, "views": {"num_shards": 4}};`) {
+			t.Errorf("the plan does not deploy the settings file's kinds:\n%s", out)
 		}
 	}
 	rules, _ := os.ReadFile(filepath.Join(app, "firestore/app.rules"))
@@ -95,5 +100,12 @@ func TestTheAdoptionWalkthrough(t *testing.T) {
 	}
 	if got := get("counters/c1/shards/0"); got != http.StatusForbidden {
 		t.Errorf("a shard: %d, want 403", got)
+	}
+	// The functions run with the settings file: its kinds answer, others
+	// do not.
+	for id, want := range map[string]int{"views:post-1": http.StatusOK, "polls:q1": http.StatusNotFound} {
+		if got := testenv.Do(t, "POST", dev.Functions()+"/incrementCounter", `{"counter_id":"`+id+`"}`).Status; got != want {
+			t.Errorf("an increment of %s: %d, want %d", id, got, want)
+		}
 	}
 }

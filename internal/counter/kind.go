@@ -126,3 +126,13 @@ func (k Kind) UsersDecrement() bool { return k.Decrement == "users" }
 
 // Grows reports whether automatic sharding may grow the kind's counters.
 func (k Kind) Grows() bool { return k.AutoSharding == nil || *k.AutoSharding }
+
+// Counting describes how counters of the kind count, in the terms that
+// make two declarations of one kind count differently: a deploy that
+// changes it changes what existing counters mean.
+func (k Kind) Counting() string {
+	if k.Unique {
+		return "unique (each user once)"
+	}
+	return "plain (every increment)"
+}

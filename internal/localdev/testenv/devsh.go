@@ -94,11 +94,11 @@ func startDev(t *testing.T, dir string, command, env []string) (*Dev, string, er
 			}
 		}
 	}
-	d := &Dev{Ports: map[string]string{"9099": pick(3), "8080": pick(1), "8081": pick(1), "8082": pick(1), "5173": pick(1)}}
+	d := &Dev{Ports: map[string]string{"9099": pick(3), "8080": pick(1), "8081": pick(1), "8082": pick(1), "5173": pick(1), "5001": pick(5)}}
 	cmd := exec.Command("bash", command...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "FIRESTORE_PORT="+d.Ports["8080"], "FUNCTIONS_PORT="+d.Ports["8081"], "TRIGGER_PORT="+d.Ports["8082"],
-		"AUTH_PORT="+d.Ports["9099"], "WEB_PORT="+d.Ports["5173"], "PROJECT_ID="+AuthProject(),
+		"AUTH_PORT="+d.Ports["9099"], "WEB_PORT="+d.Ports["5173"], "APP_FUNCTIONS_PORT="+d.Ports["5001"], "PROJECT_ID="+AuthProject(),
 		"FIRESTORE_EMULATOR_HOST=", "FIREBASE_AUTH_EMULATOR_HOST=", "AUTH=", "LOG_LEVEL=warn"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &SyncBuffer{}

@@ -18,6 +18,12 @@
 // queued in memory (never dropped; when Queue is full the emulator waits).
 // Like Eventarc with --retry, it delivers an event again, with backoff, when
 // the function answers 429 or 5xx or cannot be reached; a 4xx is final.
+//
+// The emulator has one address for every trigger. With App set, the events
+// of triggers that are not shardcount's go, as the emulator sent them, to
+// an app's own Functions emulator (the Firebase CLI's), whose Firestore
+// triggers WatchApp registers: the app's functions run beside shardcount's
+// on the same writes (app.go).
 package triggerbridge
 
 import (
@@ -42,6 +48,8 @@ import (
 // Delivery is one event as the bridge forwards it, in production form.
 type Delivery struct {
 	Function string
+	// URL, when set, is where it goes as it is: an app's own function.
+	URL string
 	// Project is the project whose write the event is about.
 	Project string
 	Header  http.Header
@@ -59,6 +67,9 @@ type Bridge struct {
 	// at random, as Eventarc spreads events over a function's instances;
 	// other projects' events go to Target.
 	Routes map[string][]string
+	// App, when set, is the base URL of an app's own Functions emulator,
+	// which takes the events of the triggers that are not shardcount's.
+	App string
 	// Intercept, when set, sees every event first; returning false drops
 	// it (tests use this to capture events or simulate a lost one).
 	Intercept func(*Delivery) bool
@@ -124,6 +135,10 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := Convert(parts[4], r.Header, body)
+	if b.App != "" && !ours(parts[4]) {
+		// The Firebase CLI's emulator reads the emulator's own form.
+		d = &Delivery{Function: parts[4], URL: strings.TrimSuffix(b.App, "/") + r.URL.Path, Header: r.Header.Clone(), Body: body}
+	}
 	d.Project = parts[2]
 	if b.Intercept != nil && !b.Intercept(d) {
 		w.WriteHeader(http.StatusNoContent)
@@ -189,7 +204,11 @@ func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
 	if urls := b.Routes[d.Project]; len(urls) > 0 {
 		target = urls[rand.IntN(len(urls))]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(target, "/")+"/"+d.Function, bytes.NewReader(d.Body))
+	url := strings.TrimSuffix(target, "/") + "/" + d.Function
+	if d.URL != "" {
+		url = d.URL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(d.Body))
 	if err != nil {
 		return 0, err
 	}
@@ -202,6 +221,16 @@ func (b *Bridge) Deliver(ctx context.Context, d *Delivery) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// ours reports whether a trigger id is one of shardcount's functions.
+func ours(id string) bool {
+	for _, spec := range service.Catalog {
+		if spec.Kind == service.FirestoreTrigger && spec.Name == id {
+			return true
+		}
+	}
+	return false
 }
 
 // RegisterAll registers every Firestore trigger of service.Catalog with the
