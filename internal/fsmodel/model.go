@@ -37,7 +37,8 @@ type Model struct {
 	OnCommit func(at time.Time, changes []Change)
 
 	mu   sync.Mutex
-	last time.Time
+	last time.Time // of the last commit
+	read time.Time // of the last read that read now
 	docs map[string][]version // by full name, oldest first
 }
 
@@ -66,7 +67,8 @@ func (m *Model) now() time.Time {
 }
 
 // readTime is the time a read without one reads at: now, and never before
-// the last commit.
+// the last commit. A commit after it gets a later time (m.read), as in
+// Firestore: a read at that time never sees a commit made after it.
 func (m *Model) readTime(sel *timestamppb.Timestamp) time.Time {
 	if sel != nil {
 		return sel.AsTime()
@@ -75,8 +77,16 @@ func (m *Model) readTime(sel *timestamppb.Timestamp) time.Time {
 	if t.Before(m.last) {
 		t = m.last
 	}
+	if t.After(m.read) {
+		m.read = t
+	}
 	return t
 }
+
+// MaxRequest is the largest commit request the emulator takes (its gRPC
+// limit; production Firestore takes 10 MiB). Neither limits the number of
+// writes of a commit.
+const MaxRequest = 4 << 20
 
 // at returns document name as of t (nil: absent).
 func (m *Model) at(name string, t time.Time) *pb.Document {
@@ -110,11 +120,14 @@ func (m *Model) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitRe
 }
 
 func (m *Model) commit(req *pb.CommitRequest) ([]Change, *pb.CommitResponse, error) {
+	if n := proto.Size(req); n > MaxRequest {
+		return nil, nil, status.Errorf(codes.ResourceExhausted, "gRPC message exceeds maximum size %d: %d", MaxRequest, n)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.now().Truncate(time.Microsecond)
-	if !at.After(m.last) {
-		at = m.last.Add(time.Microsecond)
+	if after := maxTime(m.last, m.read); !at.After(after) {
+		at = after.Add(time.Microsecond)
 	}
 	work := map[string]*pb.Document{} // the documents as the writes so far leave them
 	var order, written []string       // the documents, in the writes' order
@@ -404,4 +417,11 @@ func (m *Model) Documents(prefix string, t time.Time) []*pb.Document {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -32,6 +33,7 @@ import (
 // the connection again.
 type Server struct {
 	getenv func(string) string
+	deps   Deps
 
 	once   sync.Once
 	cfg    config.Config
@@ -71,8 +73,27 @@ type app struct {
 // deployed it reads its settings at once, and logs every one it refuses
 // (README "Settings"); StartupError then reports them. Locally a refused
 // setting answers 503 instead, with the same log line.
-func New(getenv func(string) string) *Server {
-	s := &Server{getenv: getenv}
+func New(getenv func(string) string) *Server { return NewWith(getenv, Deps{}) }
+
+// Deps replace what a Server reaches outside the process: the whole
+// service's simulation (internal/sim) runs Servers on its model of
+// Firestore, with tokens of its own and seeded choices. The zero Deps are
+// production's.
+type Deps struct {
+	// Firestore serves every call to Firestore; nil: Firestore itself (or
+	// the emulator of FIRESTORE_EMULATOR_HOST).
+	Firestore firestoredb.Firestore
+	// Authenticate checks ID tokens; nil: Firebase Auth, with the Admin SDK.
+	Authenticate httpapi.Authenticator
+	// IntN picks a shard among n for key (a counter); nil: math/rand.
+	IntN func(key string, n int) int
+	// Logs receives the log lines; nil: standard output.
+	Logs io.Writer
+}
+
+// NewWith is New on deps.
+func NewWith(getenv func(string) string, deps Deps) *Server {
+	s := &Server{getenv: getenv, deps: deps}
 	if getenv("K_SERVICE") != "" {
 		s.setup()
 	}
@@ -92,7 +113,11 @@ func (s *Server) setup() {
 		if len(consume) > 0 && s.cfg.AppCheck == httpapi.AppCheckOff {
 			s.cfgErr = errors.Join(s.cfgErr, errors.New("APP_CHECK_CONSUME consumes App Check tokens, which APP_CHECK=off does not check: set APP_CHECK=monitor or enforce"))
 		}
-		s.log = logging.New(logging.Stdout, s.cfg.LogLevel)
+		out := s.deps.Logs
+		if out == nil {
+			out = logging.Stdout
+		}
+		s.log = logging.New(out, s.cfg.LogLevel)
 		s.startTelemetry()
 		if s.cfgErr != nil {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
@@ -224,7 +249,7 @@ func (s *Server) get() (*app, error) {
 	if s.app != nil {
 		return s.app, nil
 	}
-	a, err := newApp(context.Background(), s.cfg, s.log)
+	a, err := newApp(context.Background(), s.cfg, s.deps, s.log)
 	if err != nil {
 		s.log.Error("cannot reach Firestore or Firebase Auth", "error", err.Error())
 		return nil, errs.Retryable(err, time.Second, "the function cannot start yet; see its logs, and retry")
@@ -233,11 +258,17 @@ func (s *Server) get() (*app, error) {
 	return a, nil
 }
 
-func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, error) {
+func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger) (*app, error) {
 	if cfg.Auth == config.AuthOff {
 		log.Warn("AUTH=off: every HTTP function accepts anonymous calls; use this for local demos only")
 	}
-	db, err := firestoredb.Open(ctx, cfg.ProjectID, cfg.Database, cfg.EmulatorHost)
+	var db *firestoredb.DB
+	var err error
+	if deps.Firestore != nil {
+		db, err = firestoredb.OnAPI(deps.Firestore, cfg.ProjectID, cfg.Database)
+	} else {
+		db, err = firestoredb.Open(ctx, cfg.ProjectID, cfg.Database, cfg.EmulatorHost)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +277,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		db:  db,
 		store: firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cfg.ShardCountCache,
 			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows, Kinds: cfg.Kinds,
-			ActivityEvery: cfg.ActivityEvery(), ActivityShards: cfg.ActivityShards}),
+			ActivityEvery: cfg.ActivityEvery(), ActivityShards: cfg.ActivityShards, IntN: deps.IntN}),
 		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
 	}
 	a.roller = rollup.New(a.store.Rollups, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
@@ -262,6 +293,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		maxBatch = 1
 	}
 	a.increments = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, a.commitIncrements)
+	if deps.Authenticate != nil {
+		a.authenticate = deps.Authenticate
+		return a, nil
+	}
 	v, err := auth.New(ctx, db.ProjectID())
 	switch {
 	case err == nil:
@@ -374,3 +409,14 @@ func (s *Server) StatsHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 // maxEventBody bounds a CloudEvent's body: a shard document is tiny.
+
+// Close releases the clients the server built (the simulation closes its
+// instances' at the end of a run).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.app == nil {
+		return nil
+	}
+	return s.app.db.Close()
+}

@@ -2,25 +2,24 @@ package sim
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"io"
-	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-	"github.com/shardcount/shardcount/internal/activity"
-	svcconfig "github.com/shardcount/shardcount/internal/config"
-	"github.com/shardcount/shardcount/internal/counter"
-	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
-	"github.com/shardcount/shardcount/internal/logging"
-	"github.com/shardcount/shardcount/internal/rollup"
-	"github.com/shardcount/shardcount/internal/simsched"
-	"github.com/shardcount/shardcount/internal/windows"
+	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 const project = "demo-sim"
@@ -37,17 +36,8 @@ const (
 	maxBatch   = 8           // GROUP_COMMIT_MAX_BATCH
 )
 
-// settings are the service's settings derived from those above: how
-// often an instance marks a counter active, and how long after its
-// marker reconcile visits it.
-var settings = svcconfig.Config{RollupCadence: cadence, FirestoreDeadline: deadline}
-
 // kinds are the simulated app's kinds of counters.
-var kinds = counter.Kinds{"likes": {Name: "likes", Unique: true, NumShards: 3}, "views": {Name: "views", NumShards: 2}}
-
-// epoch is 4 s before a minute ends, so schedules cross into the next
-// minute's buckets.
-var epoch = time.Date(2026, 1, 1, 0, 0, 56, 0, time.UTC)
+const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}}`
 
 // config shapes one random schedule.
 type config struct {
@@ -55,19 +45,34 @@ type config struct {
 	counters   int
 	ops        int
 	activeFor  time.Duration
-	pFault     float64 // a Firestore call fails (half of them after applying)
-	pCancel    float64 // an actor's context ends during it
+	pFault     float64 // a Firestore call fails (before it applies, or after: its answer lost)
+	pCancel    float64 // a client gives up on its request
 	pSlow      float64 // a call takes 200–800 ms
-	pLate      float64 // a call's answer comes back up to 2 s after it applied
+	pLate      float64 // a call applies at any time up to its deadline
+	pLateReply float64 // a call's answer comes back up to 2 s after it applied
 	pDrop      float64 // a write's event is never delivered
 	pDup       float64 // …or delivered twice
-	pLong      float64 // a delivery is late by up to 3 s
+	pLong      float64 // a delivery is late by up to a minute
 	lifecycle  bool    // resets, reshards, deletions and re-creations
 	nearBound  bool    // resets to values near ±(2^53 − 1)
 	contention bool    // one user's likes through every instance at once
 	resetStorm bool    // ten resets of one counter at once
 	kinds      bool    // counters of kinds too, created by their first use
-	skew       time.Duration
+	maxWait    time.Duration
+	skew       time.Duration     // Firestore's clock against the instances'
+	env        map[string]string // settings that differ from environment()'s
+}
+
+// script is a scripted schedule's environment: how long each call takes
+// (nil: 5 ms), when its answer comes back after it applied, the fault it
+// meets before applying, and the events lost.
+type script struct {
+	latency func(c *call) time.Duration
+	answer  func(c *call) time.Duration
+	fault   func(c *call) codes.Code
+	lose    func(name string) bool          // the event of a write of this document
+	delay   func(name string) time.Duration // how late that event comes (nil: a few ms)
+	to      func(name string) int           // the instance it is delivered to (nil: any)
 }
 
 func randomConfig(r *rand.Rand) config {
@@ -80,6 +85,7 @@ func randomConfig(r *rand.Rand) config {
 		pCancel:    r.Float64() * 0.05,
 		pSlow:      r.Float64() * 0.05,
 		pLate:      r.Float64() * 0.05,
+		pLateReply: r.Float64() * 0.05,
 		pDrop:      r.Float64() * 0.2,
 		pDup:       r.Float64() * 0.2,
 		pLong:      r.Float64() * 0.1,
@@ -88,117 +94,107 @@ func randomConfig(r *rand.Rand) config {
 		contention: r.IntN(4) == 0,
 		resetStorm: r.IntN(4) == 0,
 		kinds:      r.IntN(2) == 0,
-		skew:       time.Duration(r.IntN(40)) * time.Millisecond,
+		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
+		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
 	}
 }
 
-// instance is one function instance: its own store (caches), roll-up and
-// group commit queues, on its own clock.
-type instance struct {
-	n      int
-	clock  simsched.Clock
-	store  *firestoredb.Store
-	roller *rollup.Roller
-	queued map[string][]*op // increments waiting for their counter's flush
-	busy   map[string]bool  // a flush of the counter is in flight
-}
-
-// op is one operation of the schedule and what became of it.
-type op struct {
-	n           int
-	kind        string
-	counter     string
-	inst        int
-	incarnation int // of the counter when the operation started
-	// firstUse: an increment whose request found its kind's counter
-	// absent, counted in whichever counter of the id its commit met.
-	firstUse bool
-	// committedTo is the incarnation a flush's last commit wrote to.
-	committedTo int
-	delta       int64
-	user, key   string
-	attempt     int
-	start, end  time.Time
-	done        bool
-	err         error
-	result      firestoredb.IncrementResult
-	asOf        time.Time   // a reset's or a strong read's read time
-	value       int64       // a reset's target, a strong read's answer
-	commits     []time.Time // the commits made on its behalf
-	onTombstone bool        // a reconcile that began on a deleted counter
-	batch       []*op       // a flush's increments
-	toggle      bool        // on a unique counter, a like or an unlike at random
-	faulted     bool        // a fault was injected into one of its calls
-}
-
-func (o *op) String() string {
-	return fmt.Sprintf("op %d %s %s#%d on %d (delta %d user %q key %q attempt %d)", o.n, o.kind, o.counter, o.incarnation, o.inst, o.delta, o.user, o.key, o.attempt)
-}
-
-// commitRec is one commit of the model, by whom.
-type commitRec struct {
-	at      time.Time
-	by      *op
-	changes []fsmodel.Change
-}
-
+// world is one schedule: the instances of the service, the model of
+// Firestore they share, the driver, what was asked and answered.
 type world struct {
 	rng *rand.Rand
 	cfg config
-	s   *simsched.Scheduler
-	ctx context.Context // the actors' parent: logs go nowhere
+	d   *driver
 
 	model     *fsmodel.Model
 	instances []*instance
+	epoch     time.Time // the schedule's start (the bubble's clock starts in 2000)
 
 	quietAt time.Time // no faults, cancellations or new work after this
 	endAt   time.Time // the schedule must be over by then
 
-	counters    []string
-	incarnation map[string]int
-	createdAt   map[string][]time.Time // each incarnation's creation
-	wasReset    map[string]bool        // "id#incarnation": a reset committed to it
-	sweepCursor activity.Cursor        // where the scheduled reconcile runs stand
-	dropped     map[string]time.Time   // when a counter's tombstone was last dropped
-	ops         []*op
-	commits     []commitRec
-	events      int
+	counters []string
+	ops      []*op
+	commits  []commitRec
+	events   int
 
-	// latencyOf, when set, replaces the random latencies (scripted
-	// scenarios): how long actor a's call (what) takes.
-	latencyOf func(a *simsched.Actor, what string) time.Duration
-	// answerDelayOf, when set, replaces the random answer delays.
-	answerDelayOf func(a *simsched.Actor, what string) time.Duration
+	// script, when set, decides instead of the seed (scripted schedules).
+	script *script
+
+	applying  *call              // the call being applied, whose instance made the commit
+	planted   map[time.Time]bool // commits written outside the functions (scripted), a base like a reset's
+	nth       map[string]int     // calls made so far for each tag (scripted)
+	undecided int                // cases a checker could not judge
 
 	problems []string
 	trace    []string
 	tracing  bool
+	mu       sync.Mutex // problems, from goroutines
+}
+
+// instance is one function instance: the real service, its caches and
+// its group commit, on the model.
+type instance struct {
+	n      int
+	server *service.Server
+}
+
+// environment is the instances' settings.
+func (w *world) environment() map[string]string {
+	unlimited := "call=0:1,create=0:1,increment=0:1,read=0:1,strong=0:1,history=0:1,top=0:1,list=0:1,reshard=0:1,delete=0:1,reset=0:1,record=0:1,query=0:1"
+	return map[string]string{
+		"GOOGLE_CLOUD_PROJECT":   project,
+		"AUTH":                   "required",
+		"FIRESTORE_DEADLINE":     deadline.String(),
+		"SHARD_COUNT_CACHE":      cacheFor.String(),
+		"ROLLUP_CADENCE":         cadence.String(),
+		"GROUP_COMMIT_MAX_BATCH": strconv.Itoa(maxBatch),
+		"GROUP_COMMIT_MAX_WAIT":  w.cfg.maxWait.String(),
+		"COUNTER_KINDS":          kinds,
+		"ACTIVITY_SHARDS":        "3",
+		"RECONCILE_BUDGET":       "1m",
+		"RATE_LIMITS":            unlimited,
+		"ADDRESS_RATE_LIMITS":    unlimited,
+		"USER_MAX_DELTA":         "1000000000",
+		"LOG_LEVEL":              "error",
+	}
+}
+
+// settings are the instances' settings: environment()'s, and the
+// schedule's own.
+func (w *world) settings() map[string]string {
+	env := w.environment()
+	for k, v := range w.cfg.env {
+		env[k] = v
+	}
+	return env
 }
 
 func newWorld(r *rand.Rand, cfg config) *world {
-	w := &world{rng: r, cfg: cfg, s: simsched.New(epoch, r), ctx: logging.NewContext(context.Background(), quiet),
-		incarnation: map[string]int{}, createdAt: map[string][]time.Time{}, wasReset: map[string]bool{}, dropped: map[string]time.Time{}}
-	w.s.Latency, w.s.Fault, w.s.FaultError, w.s.AnswerDelay = w.latency, w.fault, unavailable, w.answerDelay
-	w.s.Trace = func(a *simsched.Actor, c *simsched.Call, err error) {
-		w.tracef("  actor %d (%s) %s -> %v", a.ID, opOf(a).kind, c.What, err)
-	}
-	w.model = fsmodel.New(w.now)
+	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}}
+	w.d = newDriver(w)
+	w.model = fsmodel.New(func() time.Time { return time.Now().Add(w.cfg.skew) })
 	w.model.OnCommit = w.onCommit
+	env := w.settings()
 	for i := range cfg.instances {
-		skew := time.Duration(0)
-		if cfg.skew > 0 {
-			skew = time.Duration(r.Int64N(int64(2*cfg.skew))) - cfg.skew
-		}
-		c := simsched.Clock{S: w.s, Skew: skew}
-		db, err := firestoredb.OnAPI(schedAPI{w.model}, project, firestoredb.DefaultDatabase)
-		if err != nil {
-			panic(err)
-		}
-		store := firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cacheFor, Windows: windows.DefaultRetention,
-			Now: c.Now, IntN: w.rng.IntN, Kinds: kinds, ActivityEvery: settings.ActivityEvery(), ActivityShards: 3})
-		w.instances = append(w.instances, &instance{n: i, clock: c, store: store,
-			roller: rollup.New(store.Rollups, rollup.Options{Cadence: cadence, Clock: c}),
-			queued: map[string][]*op{}, busy: map[string]bool{}})
+		api := &simAPI{d: w.d, m: w.model, inst: i}
+		picks := map[string]uint64{}
+		var picksMu sync.Mutex
+		seed := r.Uint64()
+		deps := service.Deps{Firestore: api, Authenticate: authenticate, Logs: io.Discard,
+			IntN: func(key string, n int) int {
+				// Seeded per key: concurrent choices of one instance do not
+				// depend on which goroutine asks first.
+				picksMu.Lock()
+				picks[key]++
+				k := picks[key]
+				picksMu.Unlock()
+				h := fnv.New64a()
+				binary.Write(h, binary.LittleEndian, seed+k)
+				h.Write([]byte(key))
+				return int(h.Sum64() % uint64(n))
+			}}
+		w.instances = append(w.instances, &instance{n: i, server: service.NewWith(func(k string) string { return env[k] }, deps)})
 	}
 	for i := range cfg.counters {
 		w.counters = append(w.counters, "c"+strconv.Itoa(i))
@@ -210,99 +206,179 @@ func newWorld(r *rand.Rand, cfg config) *world {
 	return w
 }
 
-func (w *world) now() time.Time { return w.s.Now() }
+// close releases the instances, so the bubble's goroutines end.
+func (w *world) close() {
+	for _, in := range w.instances {
+		in.server.Close()
+	}
+}
 
-func (w *world) noisy() bool { return w.now().Before(w.quietAt) }
+// authenticate is the simulation's token check: "Bearer sim:UID", and
+// sim:admin for an admin.
+func authenticate(_ context.Context, r *http.Request) (httpapi.Caller, error) {
+	uid, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer sim:")
+	if !ok {
+		return httpapi.Caller{}, status.Error(codes.Unauthenticated, "not a simulation token")
+	}
+	return httpapi.Caller{UID: uid, Admin: uid == "admin"}, nil
+}
 
-func (w *world) rel(t time.Time) string { return t.Sub(epoch).String() }
+func (w *world) now() time.Time { return time.Now() }
+
+func (w *world) noisy() bool { return time.Now().Before(w.quietAt) }
+
+func (w *world) rel(t time.Time) string { return t.Sub(w.epoch).String() }
 
 func (w *world) tracef(format string, args ...any) {
 	if w.tracing {
-		w.trace = append(w.trace, fmt.Sprintf("%12s ", w.rel(w.now()))+fmt.Sprintf(format, args...))
+		w.trace = append(w.trace, fmt.Sprintf("%12s ", w.rel(time.Now()))+fmt.Sprintf(format, args...))
 	}
 }
 
 func (w *world) problem(format string, args ...any) {
-	p := fmt.Sprintf("%s: ", w.rel(w.now())) + fmt.Sprintf(format, args...)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := fmt.Sprintf("%s: ", w.rel(time.Now())) + fmt.Sprintf(format, args...)
 	w.problems = append(w.problems, p)
-	w.tracef("PROBLEM %s", p)
+	if w.tracing {
+		w.trace = append(w.trace, "PROBLEM "+p)
+	}
 }
 
-// latency is how long a Firestore call of an actor takes.
-func (w *world) latency(a *simsched.Actor, c *simsched.Call) time.Duration {
-	if w.latencyOf != nil {
-		return w.latencyOf(a, c.What)
-	}
-	if w.noisy() && w.rng.Float64() < w.cfg.pSlow {
-		return time.Duration(200+w.rng.IntN(600)) * time.Millisecond
-	}
-	if w.cfg.contention && opOf(a).inst == 0 && len(w.instances) > 1 {
-		// A far instance: its commits lose races to the others'.
-		return time.Duration(30+w.rng.IntN(50)) * time.Millisecond
-	}
-	return time.Duration(1+w.rng.IntN(20)) * time.Millisecond
-}
+// at runs f at t on the driver's timeline.
+func (w *world) at(t time.Time, f func()) { w.d.at(t, f) }
 
-// answerDelay is how long a call's answer takes to come back after it
-// ran: within the deadline with the latency (at most 800 ms), as a
-// Firestore answer does.
-func (w *world) answerDelay(a *simsched.Actor, c *simsched.Call) time.Duration {
-	if w.answerDelayOf != nil {
-		return w.answerDelayOf(a, c.What)
-	}
-	if !w.noisy() || w.rng.Float64() >= w.cfg.pLate {
-		return 0
-	}
-	return time.Duration(w.rng.IntN(2000)) * time.Millisecond
-}
+// faults a Firestore call may meet, before it applies and after (its
+// answer lost: the commit stands).
+var (
+	faultsBefore = []codes.Code{codes.Unavailable, codes.Aborted, codes.ResourceExhausted, codes.Internal}
+	faultsAfter  = []codes.Code{codes.DeadlineExceeded, codes.Unavailable, codes.Internal}
+)
 
-// fault says whether a call now fails, half of the failures after it
-// applied.
-func (w *world) fault(*simsched.Actor, *simsched.Call) simsched.Fault {
-	if !w.noisy() || w.rng.Float64() >= w.cfg.pFault {
-		return simsched.NoFault
+// plan decides a call's fate, when the driver first sees it: when it
+// applies (any time up to its deadline), whether it fails before or after
+// applying, and when its answer comes back.
+func (w *world) plan(c *call) {
+	now := time.Now()
+	latency := time.Duration(1+w.rng.IntN(20)) * time.Millisecond
+	var answer time.Duration
+	fault, after := codes.OK, false
+	switch sc := w.script; {
+	case sc != nil:
+		w.nth[c.tag]++
+		c.nth = w.nth[c.tag]
+		latency = 5 * time.Millisecond
+		if sc.latency != nil {
+			latency = sc.latency(c)
+		}
+		if sc.answer != nil {
+			answer = sc.answer(c)
+		}
+		if sc.fault != nil {
+			fault = sc.fault(c)
+		}
+	case !w.noisy():
+	default:
+		switch p := w.rng.Float64(); {
+		case p < w.cfg.pSlow:
+			latency = time.Duration(200+w.rng.IntN(600)) * time.Millisecond
+		case p < w.cfg.pSlow+w.cfg.pLate:
+			latency = time.Duration(w.rng.Int64N(int64(c.deadline.Sub(now)) + 1)) // up to its deadline
+		}
+		if w.rng.Float64() < w.cfg.pLateReply {
+			answer = time.Duration(w.rng.IntN(2000)) * time.Millisecond
+		}
+		if w.rng.Float64() < w.cfg.pFault {
+			after = c.mutates && w.rng.IntN(2) == 0
+			if after {
+				fault = faultsAfter[w.rng.IntN(len(faultsAfter))]
+			} else {
+				fault = faultsBefore[w.rng.IntN(len(faultsBefore))]
+			}
+		}
 	}
-	if w.rng.IntN(2) == 0 {
-		return simsched.FailBefore
+	applyAt := now.Add(latency)
+	if applyAt.After(c.deadline) {
+		applyAt = c.deadline // Firestore applies nothing past the call's deadline
 	}
-	return simsched.FailAfter
-}
-
-// at runs f at t on the timeline.
-func (w *world) at(t time.Time, f func()) { w.s.At(t, f) }
-
-// run plays the schedule to its end and checks the invariants at
-// quiescence; it returns the problems found.
-func (w *world) run() []string {
-	if !w.s.Run(w.endAt) {
-		w.problem("the schedule did not end by %s: %d actors still running", w.rel(w.endAt), len(w.s.Actors()))
-		return w.problems
-	}
-	w.checkQuiescence()
-	return w.problems
-}
-
-// spawn runs fn as an actor for o; an actor's context may end meanwhile
-// (its instance stops, its request times out).
-func (w *world) spawn(o *op, fn func(ctx context.Context) error, done func(error)) *simsched.Actor {
-	a := w.s.Spawn(w.ctx, o, fn, func(a *simsched.Actor, err error) {
-		o.faulted = o.faulted || a.Faulted
-		done(err)
+	w.at(applyAt, func() {
+		var r reply
+		if fault == codes.OK || after {
+			r.v, r.err = w.apply(c)
+		}
+		if fault != codes.OK {
+			r = reply{err: status.Errorf(fault, "sim: %s", fault)}
+		}
+		w.tracef("  instance %d %s -> %v", c.inst, c.method, r.err)
+		w.at(time.Now().Add(answer), func() { c.reply <- r })
 	})
-	if w.noisy() && w.rng.Float64() < w.cfg.pCancel {
-		a.CancelAt(w.now().Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond))
-	}
-	return a
 }
 
-func opOf(a *simsched.Actor) *op { return a.Tag.(*op) }
+// apply runs a call on the model, as the instance that made it.
+func (w *world) apply(c *call) (any, error) {
+	w.applying = c
+	defer func() { w.applying = nil }()
+	return c.apply()
+}
 
-var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+// simAPI is Firestore as an instance reaches it: each call goes through
+// the driver.
+type simAPI struct {
+	d    *driver
+	m    *fsmodel.Model
+	inst int
+}
+
+func (a *simAPI) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitResponse, error) {
+	v, err := a.d.do(ctx, a.inst, "Commit", req, true, func() (any, error) { return a.m.Commit(context.Background(), req) })
+	resp, _ := v.(*pb.CommitResponse)
+	return resp, err
+}
+
+func (a *simAPI) BatchGetDocuments(ctx context.Context, req *pb.BatchGetDocumentsRequest) ([]*pb.BatchGetDocumentsResponse, error) {
+	v, err := a.d.do(ctx, a.inst, "BatchGet", req, false, func() (any, error) { return a.m.BatchGetDocuments(context.Background(), req) })
+	resp, _ := v.([]*pb.BatchGetDocumentsResponse)
+	return resp, err
+}
+
+func (a *simAPI) RunQuery(ctx context.Context, req *pb.RunQueryRequest) ([]*pb.RunQueryResponse, error) {
+	v, err := a.d.do(ctx, a.inst, "RunQuery", req, false, func() (any, error) { return a.m.RunQuery(context.Background(), req) })
+	resp, _ := v.([]*pb.RunQueryResponse)
+	return resp, err
+}
+
+func (a *simAPI) RunAggregationQuery(ctx context.Context, req *pb.RunAggregationQueryRequest) ([]*pb.RunAggregationQueryResponse, error) {
+	v, err := a.d.do(ctx, a.inst, "Aggregate", req, false, func() (any, error) { return a.m.RunAggregationQuery(context.Background(), req) })
+	resp, _ := v.([]*pb.RunAggregationQueryResponse)
+	return resp, err
+}
+
+func (a *simAPI) ListCollectionIds(ctx context.Context, req *pb.ListCollectionIdsRequest) ([]string, error) {
+	v, err := a.d.do(ctx, a.inst, "ListCollections", req, false, func() (any, error) { return a.m.ListCollectionIds(context.Background(), req) })
+	resp, _ := v.([]string)
+	return resp, err
+}
+
+// commitRec is one commit of the model: its time in Firestore's clock
+// (at) and in the instances' (when: the skew apart), and which instance's
+// call made it.
+type commitRec struct {
+	at, when time.Time
+	inst     int
+	changes  []fsmodel.Change
+}
+
+// fs is an instant of the instances' clock in Firestore's.
+func (w *world) fs(t time.Time) time.Time { return t.Add(w.cfg.skew) }
+
+func field(d *pb.Document, f string) *pb.Value { return d.GetFields()[f] }
+
+func isLive(d *pb.Document) bool { return d != nil && field(d, "deleted_at") == nil }
 
 // counterOf splits a document name into its counter, collection and id
 // ("", "", "" when it is not under a counter).
 func counterOf(name string) (id, collection, doc string) {
-	rest, ok := strings.CutPrefix(name, root+firestoredb.CountersCollection+"/")
+	rest, ok := strings.CutPrefix(name, root+"counters/")
 	if !ok {
 		return "", "", ""
 	}
@@ -315,7 +391,3 @@ func counterOf(name string) (id, collection, doc string) {
 	}
 	return parts[0], "?", ""
 }
-
-func field(d *pb.Document, f string) *pb.Value { return d.GetFields()[f] }
-
-func isLive(d *pb.Document) bool { return d != nil && field(d, "deleted_at") == nil }

@@ -1,0 +1,379 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Exactness at quiescence: what a counter holds is what its acknowledged
+// requests (and possibly its unacknowledged ones) added, nothing else.
+
+// keyID is the document id of an idempotency key's record (the data
+// model's: docs/reference/data-model.md).
+func keyID(user, key string) string {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(user)))
+	h.Write(n[:])
+	h.Write([]byte(user))
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// recorded returns the commit, at or after from, that created counter
+// id's record of (user, key), and the delta it holds; false when none did.
+func (w *world) recorded(id, user, key string, from time.Time) (commitRec, int64, bool) {
+	name := root + "counters/" + id + "/idempotency_keys/" + keyID(user, key)
+	for _, rec := range w.commits {
+		if rec.at.Before(from) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if ch.Name == name && ch.Before == nil && ch.After != nil {
+				return rec, field(ch.After, "delta").GetIntegerValue(), true
+			}
+		}
+	}
+	return commitRec{}, 0, false
+}
+
+// mine reports whether o may count in counter id's incarnation k: it
+// started during it, or while no document was there (a first use may
+// create k). One that started on an earlier incarnation, live or deleted,
+// never counts in k: its counter was another.
+func mine(o *op, k int) bool { return o.inc == k || o.inc == k-1 && o.absent }
+
+// increments are the increment requests (batch items included) of
+// counter id.
+func (w *world) increments(id string) []*op {
+	var out []*op
+	for _, o := range w.ops {
+		if o.fn == "incrementCounter" && o.counter == id {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// base is what counter id's incarnation created held before the
+// increments that count on top: the value its last reset (or a planted
+// shard) left, and that commit; 0 and none otherwise.
+func (w *world) base(id string, created commitRec) (int64, commitRec) {
+	var since commitRec
+	for _, rec := range w.commits {
+		if !rec.at.Before(created.at) && (resetOf(rec, id) || w.planted[rec.at]) {
+			since = rec
+		}
+	}
+	if since.at.IsZero() {
+		return 0, since
+	}
+	return w.shardSum(id, since.at), since
+}
+
+// checkExact: every acknowledged increment of the counter's last
+// incarnation counts exactly once (a keyed one, however often it was
+// retried, as its record says), an unacknowledged one at most once, and
+// nothing else counts: not the increments of an earlier counter of the
+// same id. After a reset, the value its commit left is the base.
+func (w *world) checkExact(id string, sum int64) {
+	created := w.creations(id)
+	k := len(created)
+	if k == 0 {
+		return
+	}
+	base, since := w.base(id, created[k-1])
+	lo, hi := base, base
+	keyed := map[string][]*op{}
+	for _, o := range w.increments(id) {
+		if o.key != "" {
+			keyed[o.user+"/"+o.key] = append(keyed[o.user+"/"+o.key], o)
+			continue
+		}
+		if !mine(o, k) {
+			continue // counts nowhere in k: the sum check catches it if it did
+		}
+		switch {
+		case o.unknown(): // applied or not, before the reset or after
+			lo, hi = lo+min(0, o.delta), hi+max(0, o.delta)
+		case !o.ok():
+		case o.end.Before(since.when): // in the reset's base
+		case !since.at.IsZero() && !o.start.After(since.when):
+			w.undecided++ // it may have committed before the reset's read or after
+			lo, hi = lo+min(0, o.delta), hi+max(0, o.delta)
+		default:
+			lo, hi = lo+o.delta, hi+o.delta
+		}
+	}
+	for _, group := range keyed {
+		first := group[0]
+		rec, delta, ok := w.recorded(id, first.user, first.key, created[k-1].at)
+		if ok && rec.at.After(since.at) {
+			lo, hi = lo+delta, hi+delta
+		}
+		for _, o := range group {
+			switch {
+			case !mine(o, k):
+				if ok && o.ok() && !slices.ContainsFunc(group, func(x *op) bool { return mine(x, k) }) {
+					w.problem("%s, begun on an earlier counter %s, is recorded in the next one", o, id)
+				}
+			case o.ok() && !ok:
+				w.problem("%s was acknowledged, and its key has no record in counter %s", o, id)
+			case o.ok() && delta != o.delta:
+				w.problem("%s was acknowledged with delta %d; its key's record holds %d", o, o.delta, delta)
+			case o.code() == "ALREADY_EXISTS" && (!ok || delta == o.delta):
+				w.problem("%s answered 409 for a key used with no other delta", o)
+			}
+		}
+	}
+	if sum < lo || sum > hi {
+		w.problem("counter %s#%d holds %d; from %d at %s, its increments add up to between %d and %d", id, k, sum, base, w.rel(since.when), lo, hi)
+	}
+}
+
+// checkMembers: on a unique counter's last incarnation, every user's
+// answers fit one serial order of their requests (they are linearizable):
+// each like and unlike, taken at some instant while it ran, answers what
+// the user's membership was (changed) and is (member) there; a request
+// whose outcome is unknown may have been taken or not; a keyed request's
+// attempts are one request, which answers as its record holds; and the
+// membership the member document shows after each commit, and at the end,
+// is the one of that order.
+func (w *world) checkMembers(id string) {
+	created := w.creations(id)
+	k := len(created)
+	from := created[k-1]
+	for _, u := range users {
+		name := root + "counters/" + id + "/members/" + u
+		var ops []*lop
+		forever := w.endAt.Add(time.Hour)
+		byKey := map[string]*lop{}
+		for _, o := range w.increments(id) {
+			if o.user != u || !mine(o, k) || o.done && o.status >= 400 && o.status < 500 {
+				continue
+			}
+			l := &lop{start: o.start, end: o.end, join: o.delta > 0, optional: !o.ok(), what: o.String()}
+			if !o.done || o.unknown() {
+				l.end = forever // it may apply up to its commit's deadline after it ended
+				if o.done {
+					l.end = o.end.Add(deadline)
+				}
+			}
+			if o.ok() {
+				l.member, l.changed = *o.answer.Member, *o.answer.Changed
+			}
+			if o.key != "" {
+				w.checkRecord(o, id, from.at)
+				if g := byKey[o.key]; g != nil { // another attempt: one request
+					g.start, g.end = minTime(g.start, l.start), maxTime(g.end, l.end)
+					if g.optional && !l.optional {
+						g.optional, g.member, g.changed, g.what = false, l.member, l.changed, l.what
+					}
+					continue
+				}
+				byKey[o.key] = l
+			}
+			ops = append(ops, l)
+		}
+		// What the member document showed: after each commit of this
+		// incarnation that changed it, and at the end.
+		for _, rec := range w.commits {
+			if rec.at.Before(from.at) {
+				continue
+			}
+			for _, ch := range rec.changes {
+				if ch.Name == name {
+					ops = append(ops, &lop{start: rec.when, end: rec.when, read: true, member: ch.After != nil, what: "the member document at " + w.rel(rec.when)})
+				}
+			}
+		}
+		ops = append(ops, &lop{start: forever, end: forever, read: true, member: w.memberAt(name, time.Time{}), what: "the member document at the end"})
+		switch ok, judged := linearizable(ops); {
+		case !judged:
+			w.undecided++ // too many requests of unknown outcome at once to search every order
+		case !ok:
+			var lines []string
+			for _, l := range ops {
+				lines = append(lines, l.String(w))
+			}
+			w.problem("%s's likes and unlikes of %s fit no serial order:\n  %s", u, id, strings.Join(lines, "\n  "))
+		}
+	}
+}
+
+// checkRecord: a keyed like or unlike that was acknowledged (a replay
+// too) answers what its key's record, written in the commit that applied
+// it, holds; only an unlike that changed nothing of a counter nobody used
+// writes no record (nothing at all).
+func (w *world) checkRecord(o *op, id string, from time.Time) {
+	if !o.ok() || o.answer.Member == nil {
+		return
+	}
+	name := root + "counters/" + id + "/idempotency_keys/" + keyID(o.user, o.key)
+	for _, rec := range w.commits {
+		if rec.at.Before(from) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if ch.Name != name || ch.Before != nil || ch.After == nil {
+				continue
+			}
+			if member, changed := field(ch.After, "member").GetBooleanValue(), field(ch.After, "changed").GetBooleanValue(); member != *o.answer.Member || changed != *o.answer.Changed {
+				w.problem("%s answered member=%v changed=%v; its key's record holds member=%v changed=%v", o, *o.answer.Member, *o.answer.Changed, member, changed)
+			}
+			return
+		}
+	}
+	if !(o.absent && !*o.answer.Changed) {
+		w.problem("%s answered member=%v changed=%v, and its key has no record in counter %s: a retry with it would apply again", o, *o.answer.Member, *o.answer.Changed, id)
+	}
+}
+
+// lop is one operation of a linearizability check of a user's
+// membership: a like or unlike (join), or a read of the membership.
+type lop struct {
+	start, end      time.Time
+	join, read      bool
+	member, changed bool // what it answered (a read: what it saw)
+	optional        bool // its outcome is unknown: taken or not
+	what            string
+}
+
+func (l *lop) String(w *world) string {
+	verb := "unlike"
+	switch {
+	case l.read:
+		verb = "read"
+	case l.join:
+		verb = "like"
+	}
+	answer := fmt.Sprintf("member=%v changed=%v", l.member, l.changed)
+	if l.optional {
+		answer = "unknown"
+	}
+	return fmt.Sprintf("%s [%s, %s] %s (%s)", verb, w.rel(l.start), w.rel(l.end), answer, l.what)
+}
+
+// linearizable searches for a serial order of ops, each taken at an
+// instant within its window (an optional one perhaps never), that gives
+// every one its answer, starting from no membership (the Wing–Gong
+// search, with the states it has been in remembered). judged is false when
+// the search gave up: past searchBudget states.
+func linearizable(ops []*lop) (ok, judged bool) {
+	slices.SortStableFunc(ops, func(a, b *lop) int { return a.start.Compare(b.start) })
+	n := len(ops)
+	done := make([]bool, n)
+	bits := make([]byte, (n+8)/8)
+	seen := map[string]bool{}
+	var search func(left int, in bool) bool
+	search = func(left int, in bool) bool {
+		if left == 0 {
+			return true
+		}
+		if len(seen) > searchBudget {
+			return false
+		}
+		for i := range bits {
+			bits[i] = 0
+		}
+		for i, d := range done {
+			if d {
+				bits[i/8] |= 1 << (i % 8)
+			}
+		}
+		if in {
+			bits[n/8] |= 1 << (n % 8)
+		}
+		key := string(bits)
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		// The next one taken starts before every other required one ends.
+		first := time.Time{}
+		for i, o := range ops {
+			if !done[i] && !o.optional && (first.IsZero() || o.end.Before(first)) {
+				first = o.end
+			}
+		}
+		for i, o := range ops {
+			if done[i] || !first.IsZero() && o.start.After(first) {
+				continue
+			}
+			done[i] = true
+			if o.optional && search(left-1, in) { // never taken
+				return true
+			}
+			next, ok := in, true
+			switch {
+			case o.read:
+				ok = in == o.member
+			default:
+				changed := in != o.join
+				next = o.join
+				ok = o.optional || changed == o.changed && next == o.member
+			}
+			if ok && search(left-1, next) {
+				return true
+			}
+			done[i] = false
+		}
+		return false
+	}
+	ok = search(n, false)
+	return ok, ok || len(seen) <= searchBudget
+}
+
+// searchBudget bounds the states one search visits.
+const searchBudget = 200_000
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// memberAt says whether the member document name existed at t
+// (Firestore's clock).
+func (w *world) memberAt(name string, t time.Time) bool {
+	for _, d := range w.model.Documents(name, t) {
+		if d.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// counts reports whether a commit wrote a shard, a member or a key's
+// record of counter id: an increment's commit, not a roll-up's.
+func counts(rec commitRec, id string) bool {
+	for _, ch := range rec.changes {
+		if cid, coll, _ := counterOf(ch.Name); cid == id && (coll == "shards" || coll == "members" || coll == "idempotency_keys") {
+			return true
+		}
+	}
+	return false
+}
+
+// touches reports whether a commit wrote a document of counter id.
+func touches(rec commitRec, id string) bool {
+	for _, ch := range rec.changes {
+		if cid, _, _ := counterOf(ch.Name); cid == id {
+			return true
+		}
+	}
+	return false
+}
