@@ -9,9 +9,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/activity"
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
@@ -31,7 +33,7 @@ func (b *base) activityName(id string) string { return b.db.name(ActivityCollect
 // activityWrite marks counter id at at, or at its commit's time when at is
 // zero, on a random shard value.
 func (b *base) activityWrite(id string, at time.Time) *pb.Write {
-	fields := map[string]*pb.Value{fieldActivityShard: stringValue(strconv.Itoa(b.intn(b.activityShards())))}
+	fields := map[string]*pb.Value{fieldActivityShard: stringValue(strconv.Itoa(b.intn(id, b.activityShards())))}
 	mask := []string{fieldActivityShard}
 	var transforms []*pb.DocumentTransform_FieldTransform
 	if at.IsZero() {
@@ -66,10 +68,38 @@ func markKey(c counter.Counter) string {
 	return c.ID + "@" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10)
 }
 
-// Mark marks counter id at at: the scheduled reconcile visits it then.
+// Mark marks counter id at at, unless its marker is later: the scheduled
+// reconcile visits it then. A marker is never moved back: writes since the
+// later one, by an instance that does not mark each, are due a visit
+// after it (reconcile's own marks, at its clock's now, are applied as late
+// as their deadline, after an increment may have marked the counter
+// later).
 func (s *Rollups) Mark(ctx context.Context, id string, at time.Time) error {
-	_, err := s.db.commit(ctx, s.activityWrite(id, at))
-	return classify(err, "mark "+id+" active")
+	name := s.activityName(id)
+	for range maxVersionAttempts {
+		docs, _, err := s.db.getAt(ctx, []string{name}, time.Time{})
+		if err != nil {
+			return classify(err, "read the marker of "+id)
+		}
+		w := s.activityWrite(id, at)
+		if d := docs[0]; d != nil {
+			if !docOf(d).time(fieldActivityAt).Before(at) {
+				return nil // marked as late already
+			}
+			w.CurrentDocument = &pb.Precondition{ConditionType: &pb.Precondition_UpdateTime{UpdateTime: d.GetUpdateTime()}}
+		} else {
+			w.CurrentDocument = &pb.Precondition{ConditionType: &pb.Precondition_Exists{Exists: false}}
+		}
+		_, err = s.db.commit(ctx, w)
+		switch code(err) {
+		case codes.OK:
+			return nil
+		case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound:
+			continue // marked meanwhile: read it again
+		}
+		return classify(err, "mark "+id+" active")
+	}
+	return errs.Retryable(nil, retryAfter, "the marker of %q keeps changing; retry", id)
 }
 
 // MarkersQueries are Markers' queries: one per chunk of shard values, of

@@ -88,10 +88,12 @@ type Options struct {
 	// Kinds are the app's kinds: an absent counter of one is created by
 	// its first increment (Increments.Apply).
 	Kinds counter.Kinds
-	// Now is the store's clock and IntN its random shard choice; nil:
-	// time.Now and math/rand (the simulation's are virtual and seeded).
+	// Now is the store's clock and IntN its random choice of a shard (of
+	// the counter or marker key); nil: time.Now and math/rand (the
+	// simulation's are virtual, and seeded per key, so concurrent choices
+	// do not depend on their order).
 	Now  func() time.Time
-	IntN func(n int) int
+	IntN func(key string, n int) int
 }
 
 // Store is shardcount's data in Firestore, by concept:
@@ -130,7 +132,7 @@ type base struct {
 	db   *DB
 	opts Options
 	now  func() time.Time
-	intn func(n int) int
+	intn func(key string, n int) int
 
 	cached    *lru.Cache[string, cachedCounter]
 	known     *lru.Cache[string, knownValue] // see Increments.Apply
@@ -153,7 +155,7 @@ func newBase(db *DB, opts Options) *base {
 		now = time.Now
 	}
 	if intn == nil {
-		intn = rand.IntN
+		intn = func(_ string, n int) int { return rand.IntN(n) }
 	}
 	return &base{db: db, opts: opts, now: now, intn: intn, cached: cached, known: known, contended: contended, marked: marked}
 }
@@ -304,6 +306,16 @@ func (b *base) update(ctx context.Context, id string, withTombstone bool, what s
 		return counter.Counter{}, nil, classify(err, what+" "+id)
 	}
 	return counter.Counter{}, nil, errs.Retryable(nil, retryAfter, "counter %q keeps changing; retry", id)
+}
+
+// landsBy is the latest a commit sent now under ctx may land: its
+// deadline (Firestore applies nothing past a call's deadline), or now
+// when it has none.
+func landsBy(ctx context.Context, now time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok && d.After(now) {
+		return d
+	}
+	return now
 }
 
 // versionOf returns the update time a write of a commit left.

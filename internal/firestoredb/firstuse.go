@@ -70,7 +70,7 @@ func (p *incrementCommit) reread(ctx context.Context) error {
 		return notFound(p.c.ID)
 	}
 	if c.NumShards != p.c.NumShards {
-		p.shard = p.s.intn(c.NumShards) // created with other settings (by an admin)
+		p.shard = p.s.intn(c.ID, c.NumShards) // created with other settings (by an admin)
 	}
 	p.c = c
 	return nil

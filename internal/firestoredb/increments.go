@@ -88,7 +88,7 @@ func (s *Increments) Apply(ctx context.Context, id string, ops []IncrementOp) []
 		}
 		return results
 	}
-	p := &incrementCommit{s: s, c: c, shard: s.intn(c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
+	p := &incrementCommit{s: s, c: c, shard: s.intn(id, c.NumShards), ops: ops, results: results, replace: map[int]time.Time{}}
 	p.dedupe()
 	for groups := [][]int{p.pending}; len(groups) > 0; {
 		p.pending, groups = groups[0], groups[1:]
@@ -137,10 +137,10 @@ func (p *incrementCommit) commit(ctx context.Context) bool {
 	}
 	switch code(err) {
 	case codes.OK:
+		p.created(resp, start) // a first use's counter, with its creation time: the key it is marked under
 		if p.marks {
 			p.s.noteMarked(p.c, start)
 		}
-		p.created(resp, start)
 		p.settle(resp)
 		return false
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
@@ -256,10 +256,12 @@ func (p *incrementCommit) writes() []*pb.Write {
 		}
 		writes = append([]*pb.Write{withTraceparent(p.s.shardWrite(p.c.ID, p.shard, change), p.span)}, writes...)
 	}
-	if p.creates() && len(writes) == 0 {
+	if p.creates() && len(writes) == 0 && !p.changesAKeyed() {
 		// An unlike of a counter nobody used changes nothing: it creates
 		// nothing either, not even its key's record (a retry finds the
-		// same nothing).
+		// same nothing). A like and an unlike of one user in one batch
+		// change nothing in total, but each answers changed: their keys'
+		// records, and the counter, are written.
 		return nil
 	}
 	writes = append(writes, p.keyWrites()...)
@@ -272,6 +274,17 @@ func (p *incrementCommit) writes() []*pb.Write {
 		writes = append(writes, p.guardWrite())
 	}
 	return p.withCreation(writes)
+}
+
+// changesAKeyed reports whether a pending op with a key changes
+// something (its record must be written, for a retry to replay it).
+func (p *incrementCommit) changesAKeyed() bool {
+	for _, i := range p.pending {
+		if p.ops[i].Key != "" && p.outcome[i].Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // settle records the outcome of a successful commit (resp nil: nothing

@@ -36,9 +36,9 @@ var purgeOrder = []string{WindowsCollection, MembersCollection, ShardsCollection
 // 500 writes, and each commit also counts them on the tombstone.
 const deleteChunk = 499
 
-// Delete marks counter id deleted, with purge_after = now + lateWrites
-// (how long other instances may still write under it), then purges what it
-// can while ctx lasts. It returns the tombstone; deleting a deleted counter
+// Delete marks counter id deleted, with purge_after = lateWrites (how
+// long other instances may still write under it) after its commit lands
+// at the latest (ctx's deadline), then purges what it can while ctx lasts. It returns the tombstone; deleting a deleted counter
 // again only purges more.
 func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
 	var tomb counter.Deletion
@@ -48,7 +48,10 @@ func (s *Counters) Delete(ctx context.Context, id string, lateWrites time.Durati
 			return nil, nil
 		}
 		now := s.now().Truncate(time.Microsecond) // as Firestore keeps it
-		tomb = counter.Deletion{At: now, PurgeAfter: now.Add(lateWrites)}
+		// Until the tombstone lands (as late as the call's deadline) other
+		// instances may read the counter live and cache it: late writes
+		// may come for lateWrites after that.
+		tomb = counter.Deletion{At: now, PurgeAfter: landsBy(ctx, now).Add(lateWrites).Truncate(time.Microsecond)}
 		// count 0: rankings by total (count > 0) forget it at once;
 		// deleted: true, what a client's listener renders as gone.
 		fields := map[string]*pb.Value{fieldDeletedAt: timeValue(tomb.At), fieldPurgeAfter: timeValue(tomb.PurgeAfter), fieldCount: intValue(0),
@@ -289,7 +292,7 @@ func (s *Counters) Reset(ctx context.Context, id string, v int64) (time.Time, er
 		}
 		stamp := updateWrite(s.counterName(id), nil, []string{}, c.Version)
 		stamp.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{serverTime(fieldResetAt)}
-		return []*pb.Write{stamp, s.shardWrite(id, s.intn(c.NumShards), shardChange{Count: delta, Commits: 1}), s.activityWrite(id, time.Time{})}, nil
+		return []*pb.Write{stamp, s.shardWrite(id, s.intn(id, c.NumShards), shardChange{Count: delta, Commits: 1}), s.activityWrite(id, time.Time{})}, nil
 	})
 	if err != nil {
 		return time.Time{}, err

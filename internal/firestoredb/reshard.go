@@ -17,7 +17,7 @@ import (
 
 // Reshard sets counter id's shard count to n and returns the counter
 // before and after. Shrinking records until when shards >= n may still be
-// written (now + mergeFor), and merges what exists now (merged says how
+// written (mergeFor after its commit lands at the latest: ctx's deadline), and merges what exists now (merged says how
 // many); the roll-up, reconcile or the next reshard merges again once no
 // instance can still write to them. A counter still merging after a
 // shrink refuses another reshard with FAILED_PRECONDITION until
@@ -48,7 +48,7 @@ func (s *Counters) Reshard(ctx context.Context, id string, n int, mergeFor time.
 		next.NumShards = n
 		next.Reshard = counter.Reshard{From: c.NumShards, To: n, At: now, Reason: reason}
 		if n < c.NumShards {
-			next.Reshard.MergeUntil = now.Add(mergeFor)
+			next.Reshard.MergeUntil = landsBy(ctx, now).Add(mergeFor) // the shard count may be read as it was until the commit lands
 		} else {
 			next.Reshard.MergedAt = now // nothing to merge
 		}

@@ -53,7 +53,7 @@ func (s *Rollups) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time,
 		writes = append(writes, s.windowWrites(c, r.Change)...)
 	}
 	if r.Correct != 0 {
-		writes = append(writes, s.shardWrite(c.ID, s.intn(c.NumShards), shardChange{Count: r.Correct, Commits: 1}))
+		writes = append(writes, s.shardWrite(c.ID, s.intn(c.ID, c.NumShards), shardChange{Count: r.Correct, Commits: 1}))
 	}
 	sent := s.now() // the cache's life starts with the commit, not its answer
 	resp, err := s.db.commit(ctx, writes...)

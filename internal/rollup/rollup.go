@@ -74,6 +74,9 @@ type Store interface {
 	// ClaimSlot records holder as the holder of the slot due at due unless
 	// one is recorded, and returns the slot's holder.
 	ClaimSlot(ctx context.Context, id string, due time.Time, holder string) (string, error)
+	// ReleaseSlot deletes the slot due at due: its holder found the
+	// counter gone.
+	ReleaseSlot(ctx context.Context, id string, due time.Time) error
 	// MergeShards merges shards to..from-1 into shards k mod to.
 	MergeShards(ctx context.Context, id string, to, from int) (int, error)
 	// Purge goes on deleting what is under a deleted counter, and
@@ -237,6 +240,14 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 		return nil // the holder (or its redelivery) rolls up after our write
 	}
 	if err := r.ensure(ctx, id, due); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			// Gone, or going: its purge may have listed the slots before
+			// this claim, so the claim goes with the holder (if this fails,
+			// the event comes again and finds its claim).
+			if rerr := r.store.ReleaseSlot(ctx, id, due); rerr != nil {
+				return rerr
+			}
+		}
 		return err
 	}
 	recordLag(ctx, r.clock.Now(), ev.WrittenAt) // the holder's write is its slot's first here

@@ -548,6 +548,10 @@ func (s *simStore) ClaimSlot(ctx context.Context, id string, due time.Time, hold
 	return r.(string), nil
 }
 
+// ReleaseSlot: the simulated counter is never gone, so no holder
+// releases its slot.
+func (s *simStore) ReleaseSlot(context.Context, string, time.Time) error { return nil }
+
 func (s *simStore) MergeShards(context.Context, string, int, int) (int, error) { return 0, nil }
 
 // Purge: the simulated counter is never deleted.
