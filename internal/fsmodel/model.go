@@ -37,8 +37,8 @@ type Model struct {
 	OnCommit func(at time.Time, changes []Change)
 
 	mu   sync.Mutex
-	last time.Time // of the last commit
-	read time.Time // of the last read that read now
+	last time.Time            // of the last commit
+	read time.Time            // of the last read that read now
 	docs map[string][]version // by full name, oldest first
 }
 
