@@ -22,7 +22,7 @@
 # into them (refused otherwise); --replace-rules deploys this repository's
 # own, replacing the project's rules. Paths are relative to where you run
 # this. Before deploying, a real run reads the deployed functions' kinds
-# (gcloud functions describe) and refuses to drop one or count it
+# (gcloud functions list) and refuses to drop one or count it
 # otherwise, unless --allow-kind-changes. --only takes groups (counters,
 # instruments) or function names, comma-separated. Project and region also
 # come from PROJECT_ID (or GOOGLE_CLOUD_PROJECT) and REGION; the Firestore

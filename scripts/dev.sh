@@ -103,8 +103,14 @@ if [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] && [ "${OTEL_SDK_DISABLED:-}" != tr
   export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$FUNCTIONS_PORT
   export OTEL_METRIC_EXPORT_INTERVAL=${OTEL_METRIC_EXPORT_INTERVAL:-2000} OTEL_BSP_SCHEDULE_DELAY=${OTEL_BSP_SCHEDULE_DELAY:-1000}
 fi
-if [ "$AUTH" = required ]; then
-  export CORS_ORIGINS=${CORS_ORIGINS:-http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT}
+local_origins=http://127.0.0.1:$WEB_PORT,http://localhost:$WEB_PORT
+if [ -n "${CORS_ORIGINS:-}" ] && [ -n "$settings" ] && [[ ",$CORS_ORIGINS," != *",*,"* ]]; then
+  # The settings file's origins are the deployed app's: locally the web
+  # app's are allowed too.
+  echo "dev.sh: allowing $local_origins too, beside the settings file's CORS_ORIGINS" >&2
+  export CORS_ORIGINS=$CORS_ORIGINS,$local_origins
+elif [ "$AUTH" = required ]; then
+  export CORS_ORIGINS=${CORS_ORIGINS:-$local_origins}
 fi
 
 command -v go >/dev/null 2>&1 || sc_die "Go is not installed (https://go.dev/dl/); go.mod needs $(sed -n 's/^go //p' go.mod) or newer."
@@ -151,6 +157,14 @@ echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
   sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY" ${app_args[@]+"${app_args[@]}"}
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
+if [ -n "$app_functions" ]; then
+  # Ready once the app's Firestore triggers are registered (the CLI loads
+  # its functions after it answers).
+  for _ in $(seq 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$FUNCTIONS_PORT/debug/app-functions")" = 200 ] && break
+    sleep 0.2
+  done
+fi
 
 echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"
 # esbuild's server stops when its standard input closes: keep one open.
@@ -176,6 +190,7 @@ $("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/            
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)
+  For your scripts    export GCLOUD_PROJECT=$PROJECT_ID FUNCTIONS_EMULATOR_HOST=127.0.0.1:$FUNCTIONS_PORT
   Roll-up             rollupCounter runs on every shard write (events from the emulator via :$TRIGGER_PORT)$app_line
 
 Try it:
@@ -199,4 +214,9 @@ MSG
 fi
 echo
 echo "Ctrl-C stops everything."
+if [ -n "$app_functions" ]; then
+  wait -n "$SC_PID_functions" "$SC_PID_appfunctions" || true
+  echo "dev.sh: the functions or the app's Functions emulator exited (see above): stopping everything" >&2
+  exit 1
+fi
 wait "$SC_PID_functions"

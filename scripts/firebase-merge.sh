@@ -9,7 +9,8 @@
 #
 # PATH_TO_APP is relative to where you run it. --only takes the groups your
 # app deploys (counters, instruments), comma-separated; without it, all.
-# FIRESTORE_DATABASE picks the database's entry of firebase.json. The rules
+# The database's entry of firebase.json is FIRESTORE_DATABASE's, the app's
+# settings file's (shardcount.env.yaml) unless set here to the same. The rules
 # are a marked block spliced into the app's documents scope (a second run
 # refreshes it and keeps its switch); the indexes and field overrides are
 # added unless there, as lines of their own (every line of the app's stays).
@@ -34,4 +35,4 @@ done
 # The app's path means what it meant where the script was run.
 app=$(cd -- "$1" 2>/dev/null && pwd -P) || { echo "firebase-merge: $1 is not a directory" >&2; exit 2; }
 cd "$(dirname "$0")/.."
-exec go run ./cmd/firebasemerge $check -only "$only" -database "${FIRESTORE_DATABASE:-(default)}" "$app"
+exec go run ./cmd/firebasemerge $check -only "$only" ${FIRESTORE_DATABASE:+-database "$FIRESTORE_DATABASE"} "$app"

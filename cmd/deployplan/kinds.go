@@ -9,8 +9,8 @@ import (
 	"maps"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/counter"
@@ -19,32 +19,25 @@ import (
 
 // No deploy drops a kind: counters of a kind the functions no longer know
 // answer 404, and a kind that counts otherwise (unique or not) reads its
-// existing counters wrong. So a real deploy first reads the settings of
-// the functions as deployed and compares their kinds with the file's.
+// existing counters wrong. Nor does one move the counters to another
+// database (FIRESTORE_DATABASE: every counter would look gone) or lower
+// INSTRUMENT_SHARDS (instruments on the values above would never be
+// read). So a real deploy first reads the settings of the functions as
+// deployed, with one `gcloud functions list`, and compares them with the
+// file's.
 
-// describer returns a deployed function's environment, and false when the
-// function is not deployed.
-type describer func(name, project, region string) (map[string]string, bool, error)
+// lister returns the environment of each function deployed in the
+// project's region, by name.
+type lister func(project, region string) (map[string]map[string]string, error)
 
-// kindsChecked are the functions whose deployed kinds are compared: those
-// that count.
-func kindsChecked(specs []service.Spec) []string {
-	var out []string
-	for _, s := range specs {
-		if s.Group == service.Counters {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
+// kindsChecked are the functions whose deployed settings are compared:
+// every one chosen.
+func kindsChecked(specs []service.Spec) []string { return names(specs) }
 
 // writeKindsCheck says, in the plan, what a real run compares before it
-// deploys anything (the dry run reads nothing deployed).
+// deploys anything (the dry run reads nothing deployed; a pasted plan
+// skips it).
 func (p *plan) writeKindsCheck(w io.Writer, specs []service.Spec, cfg config.Config) {
-	checked := kindsChecked(specs)
-	if len(checked) == 0 {
-		return
-	}
 	var kinds []string
 	for _, name := range slices.Sorted(maps.Keys(cfg.Kinds)) {
 		kinds = append(kinds, name+": "+cfg.Kinds[name].Counting())
@@ -52,15 +45,18 @@ func (p *plan) writeKindsCheck(w io.Writer, specs []service.Spec, cfg config.Con
 	if len(kinds) == 0 {
 		kinds = []string{"none"}
 	}
-	fmt.Fprintf(w, "# Before this plan, a real run reads the settings of %s as deployed (gcloud functions describe NAME --gen2 --format=json,\n", strings.Join(checked, ", "))
-	fmt.Fprintln(w, "# serviceConfig.environmentVariables) and deploys nothing if one counts a kind that COUNTER_KINDS here lacks, or counts")
-	fmt.Fprintf(w, "# it otherwise (--allow-kind-changes goes ahead). The kinds deployed here: %s.\n\n", strings.Join(kinds, "; "))
+	fmt.Fprintln(w, "# Before this plan, scripts/deploy.sh reads the settings of the functions as deployed (gcloud functions list")
+	fmt.Fprintln(w, "# --format=json, serviceConfig.environmentVariables) and deploys nothing if one counts a kind COUNTER_KINDS here lacks,")
+	fmt.Fprintln(w, "# or counts it otherwise, or keeps its counters in another FIRESTORE_DATABASE, or has a higher INSTRUMENT_SHARDS")
+	fmt.Fprintf(w, "# (--allow-kind-changes goes ahead); this plan pasted on its own does not. Here: kinds %s; database %s.\n\n",
+		strings.Join(kinds, "; "), p.database)
 }
 
-// checkDeployed compares the kinds of the chosen functions as deployed
-// with the settings file's: a kind dropped or counted otherwise is an
-// error naming it, unless allow (then reported, and the deploy goes on).
-func (p *plan) checkDeployed(w io.Writer, describe describer, allow bool) error {
+// checkDeployed compares the settings of the chosen functions as
+// deployed with the settings file's: a kind dropped or counted otherwise,
+// another database, fewer instrument shards are errors naming them,
+// unless allow (then reported, and the deploy goes on).
+func (p *plan) checkDeployed(w io.Writer, list lister, allow bool) error {
 	specs, err := p.chosen()
 	if err != nil {
 		return err
@@ -69,31 +65,18 @@ func (p *plan) checkDeployed(w io.Writer, describe describer, allow bool) error 
 	if err != nil {
 		return err // ReadFile validated it
 	}
-	checked := kindsChecked(specs)
-	type deployed struct {
-		env map[string]string
-		ok  bool
-		err error
+	deployed, err := list(p.project, p.region)
+	if err != nil {
+		return fmt.Errorf("cannot read the settings of the functions as deployed, to check that no kind of counters is dropped: %w", err)
 	}
-	got := make([]deployed, len(checked))
-	var wg sync.WaitGroup
-	for i, name := range checked {
-		wg.Go(func() {
-			got[i].env, got[i].ok, got[i].err = describe(name, p.project, p.region)
-		})
-	}
-	wg.Wait()
 	var problems []string
-	for i, name := range checked {
-		d := got[i]
-		switch {
-		case d.err != nil:
-			return fmt.Errorf("cannot read the settings of %s as deployed, to check that no kind of counters is dropped: %w", name, d.err)
-		case !d.ok:
+	for _, name := range kindsChecked(specs) {
+		env, ok := deployed[name]
+		if !ok {
 			fmt.Fprintf(w, "%s: not deployed yet\n", name)
 			continue
 		}
-		have, err := counter.ParseKinds(d.env["COUNTER_KINDS"])
+		have, err := counter.ParseKinds(env["COUNTER_KINDS"])
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s is deployed with a COUNTER_KINDS this version cannot read (%v)", name, err))
 			continue
@@ -107,7 +90,13 @@ func (p *plan) checkDeployed(w io.Writer, describe describer, allow bool) error 
 				problems = append(problems, fmt.Sprintf("%s counts the kind %q %s; %s makes it %s: its counters would be read otherwise", name, kind, have[kind].Counting(), p.settingsWhere(), next.Counting()))
 			}
 		}
-		fmt.Fprintf(w, "%s: deployed kinds checked\n", name)
+		if db := cmpOr(env["FIRESTORE_DATABASE"], "(default)"); db != p.database {
+			problems = append(problems, fmt.Sprintf("%s keeps its counters in the database %s; %s moves it to %s, where none of them is", name, db, p.settingsWhere(), p.database))
+		}
+		if was, now := shards(env["INSTRUMENT_SHARDS"]), shards(p.settings.Value("INSTRUMENT_SHARDS")); now < was {
+			problems = append(problems, fmt.Sprintf("%s spreads instruments over %d shard values; %s lowers it to %d, and the instruments on the others would never be read", name, was, p.settingsWhere(), now))
+		}
+		fmt.Fprintf(w, "%s: deployed settings checked\n", name)
 	}
 	if len(problems) == 0 {
 		return nil
@@ -118,7 +107,16 @@ func (p *plan) checkDeployed(w io.Writer, describe describer, allow bool) error 
 		}
 		return nil
 	}
-	return fmt.Errorf("nothing was deployed:\n  %s\nAdd the kind back to COUNTER_KINDS, or, to drop or change it on purpose, deploy with --allow-kind-changes", strings.Join(problems, "\n  "))
+	return fmt.Errorf("nothing was deployed:\n  %s\nAdd the kind back to COUNTER_KINDS (or the setting back as it was), or, to drop or change it on purpose, deploy with --allow-kind-changes", strings.Join(problems, "\n  "))
+}
+
+// shards is INSTRUMENT_SHARDS' value, its default when unset.
+func shards(v string) int {
+	n, err := strconv.Atoi(cmpOr(v, "3"))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func (p *plan) settingsWhere() string {
@@ -128,25 +126,33 @@ func (p *plan) settingsWhere() string {
 	return p.settings.Path
 }
 
-// gcloudDescribe reads a deployed function's environment with gcloud.
-func gcloudDescribe(name, project, region string) (map[string]string, bool, error) {
-	cmd := exec.Command("gcloud", "functions", "describe", name, "--gen2", "--project="+project, "--region="+region, "--format=json")
+// gcloudList reads the functions deployed in a project's region, and
+// their environments, with one gcloud call (gcloud does not take
+// concurrent runs well: they share its credentials' store).
+func gcloudList(project, region string) (map[string]map[string]string, error) {
+	cmd := exec.Command("gcloud", "functions", "list", "--project="+project, "--regions="+region, "--format=json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		if msg := stderr.String(); strings.Contains(msg, "NOT_FOUND") || strings.Contains(msg, "not found") || strings.Contains(msg, "does not exist") {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("gcloud functions describe %s: %v: %s", name, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("gcloud functions list: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	var d struct {
+	var fns []struct {
+		Name          string `json:"name"`
 		ServiceConfig struct {
 			EnvironmentVariables map[string]string `json:"environmentVariables"`
 		} `json:"serviceConfig"`
 	}
-	if err := json.Unmarshal(out, &d); err != nil {
-		return nil, false, errors.New("gcloud functions describe " + name + ": not the JSON of a function: " + err.Error())
+	if err := json.Unmarshal(out, &fns); err != nil {
+		return nil, errors.New("gcloud functions list: not a JSON list of functions: " + err.Error())
 	}
-	return d.ServiceConfig.EnvironmentVariables, true, nil
+	deployed := map[string]map[string]string{}
+	for _, f := range fns {
+		env := f.ServiceConfig.EnvironmentVariables
+		if env == nil {
+			env = map[string]string{}
+		}
+		deployed[f.Name[strings.LastIndex(f.Name, "/")+1:]] = env
+	}
+	return deployed, nil
 }

@@ -12,9 +12,10 @@
 // setting cannot be left out.
 //
 // With -check-deployed it plans nothing: it reads the settings of the
-// chosen functions as deployed (gcloud functions describe) and fails when
-// the settings file would drop a kind of counters they count, or count it
-// otherwise (scripts/deploy.sh runs it before a real deploy).
+// chosen functions as deployed (gcloud functions list) and fails when the
+// settings file would drop a kind of counters they count, count it
+// otherwise, move the counters' database or lower INSTRUMENT_SHARDS
+// (scripts/deploy.sh runs it before a real deploy).
 package main
 
 import (
@@ -39,15 +40,15 @@ func main() {
 	flag.BoolVar(&p.replaceRules, "replace-rules", false, "deploy this repository's firestore.rules as the project's rules, replacing whatever rules it has")
 	flag.StringVar(&p.schedule, "reconcile-schedule", "*/15 * * * *", "cron schedule of reconcileCounters (Cloud Scheduler)")
 	flag.BoolVar(&p.insecureOpen, "insecure-open", false, "allow AUTH=off: every public function open to anyone")
-	flag.BoolVar(&check, "check-deployed", false, "plan nothing: fail if the deployed functions count a kind the settings file drops or counts otherwise")
-	flag.BoolVar(&allowKindChanges, "allow-kind-changes", false, "with -check-deployed: report dropped or changed kinds, and go ahead")
+	flag.BoolVar(&check, "check-deployed", false, "plan nothing: fail if the deployed functions count a kind the settings file drops or counts otherwise, keep their counters in another database, or have more instrument shards")
+	flag.BoolVar(&allowKindChanges, "allow-kind-changes", false, "with -check-deployed: report those changes, and go ahead")
 	flag.Parse()
 	if err := p.load(settings); err != nil {
 		fmt.Fprintln(os.Stderr, "deployplan:", err)
 		os.Exit(2)
 	}
 	if check {
-		if err := p.checkDeployed(os.Stdout, gcloudDescribe, allowKindChanges); err != nil {
+		if err := p.checkDeployed(os.Stdout, gcloudList, allowKindChanges); err != nil {
 			fmt.Fprintln(os.Stderr, "deploy:", err)
 			os.Exit(1)
 		}

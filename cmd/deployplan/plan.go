@@ -222,12 +222,12 @@ func (p *plan) deployEnv(getenv func(string) string, specs []service.Spec) (depl
 		return env, fmt.Errorf("PAGE_TOKEN_SECRET must name the Secret Manager secret holding the page-token key, which %s signs its page tokens with "+
 			"(e.g. PAGE_TOKEN_SECRET=page-token; README \"Deploy\" says how to create it), or leave it out with --only counters", strings.Join(signers, ", "))
 	}
-	if p.settings.Value("AUTH") == string(config.AuthOff) && !p.insecureOpen {
-		return env, errors.New("AUTH=off would deploy every public function open to anyone: pass --insecure-open if that is what you want")
-	}
 	cfg, err := config.FromEnv(func(k string) string { return vals[k] })
 	if err != nil {
 		return env, err
+	}
+	if cfg.Auth == config.AuthOff && !p.insecureOpen {
+		return env, errors.New("AUTH=off would deploy every public function open to anyone: pass --insecure-open if that is what you want")
 	}
 	env.cfg = cfg
 	return env, nil

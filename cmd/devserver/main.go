@@ -141,9 +141,25 @@ func main() {
 		go schedule(context.Background(), "http://"+net.JoinHostPort(*host, *port)+"/reconcileCounters", *reconcileEvery, logging.New(logging.Stdout, nil))
 	}
 	if *triggerPort != "" {
-		if err := serveTriggers(*host, *port, *triggerPort, *appFunctions, routes); err != nil {
+		app, err := serveTriggers(*host, *port, *triggerPort, *appFunctions, routes)
+		if err != nil {
 			log.Fatalf("devserver: %v", err)
 		}
+		// Whether the app's functions are wired yet: dev.sh waits for it.
+		mux.HandleFunc("/debug/app-functions", func(w http.ResponseWriter, r *http.Request) {
+			if app == nil {
+				http.NotFound(w, r)
+				return
+			}
+			select {
+			case <-app.Ready():
+			default:
+				http.Error(w, "registering the app's triggers", http.StatusServiceUnavailable)
+				return
+			}
+			registered, skipped := app.State()
+			json.NewEncoder(w).Encode(map[string]any{"registered": registered, "skipped": skipped})
+		})
 	}
 	log.Fatalf("devserver: %v", listen(net.JoinHostPort(*host, *port), mux))
 }
@@ -181,16 +197,17 @@ func server(addr string, h http.Handler, t timeouts) *http.Server {
 
 func listen(addr string, h http.Handler) error { return server(addr, h, serving).ListenAndServe() }
 
-func serveTriggers(host, port, triggerPort, app string, routes map[string][]string) error {
+func serveTriggers(host, port, triggerPort, app string, routes map[string][]string) (*triggerbridge.App, error) {
 	emulator, project := os.Getenv("FIRESTORE_EMULATOR_HOST"), os.Getenv("GOOGLE_CLOUD_PROJECT")
 	database := cmp.Or(os.Getenv("FIRESTORE_DATABASE"), "(default)")
 	if emulator == "" || project == "" {
-		return errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
+		return nil, errors.New("-trigger-port needs FIRESTORE_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT")
 	}
 	logger := logging.New(logging.Stdout, nil)
 	bridge := &triggerbridge.Bridge{Target: "http://" + net.JoinHostPort(host, port), Routes: routes, App: app, Log: logger}
+	var watched *triggerbridge.App
 	if app != "" {
-		triggerbridge.WatchApp(context.Background(), app, emulator, project, 30*time.Second, logger)
+		watched = triggerbridge.WatchApp(context.Background(), app, emulator, project, 30*time.Second, logger)
 	}
 	go func() { log.Fatal(listen(net.JoinHostPort(host, triggerPort), bridge)) }()
 
@@ -202,11 +219,11 @@ func serveTriggers(host, port, triggerPort, app string, routes map[string][]stri
 	}
 	for _, p := range projects {
 		if err := triggerbridge.RegisterAll(ctx, emulator, p, database); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	log.Printf("devserver: trigger events of the emulator reach the functions through 127.0.0.1:%s", triggerPort)
-	return nil
+	return watched, nil
 }
 
 // schedule POSTs {} to url every interval, like the Cloud Scheduler job of

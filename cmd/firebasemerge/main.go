@@ -35,7 +35,7 @@ import (
 func main() {
 	check := flag.Bool("check", false, "write nothing; exit 1 if the app's files are not up to date")
 	only := flag.String("only", "", "the groups the app deploys (counters, instruments), comma-separated; default all")
-	database := flag.String("database", firebasemerge.DefaultDatabase, "the Firestore database whose files firebase.json names")
+	database := flag.String("database", "", "the Firestore database whose files firebase.json names (default: FIRESTORE_DATABASE of the app's "+config.FileName+", or (default))")
 	repo := flag.String("repo", ".", "shardcount's repository")
 	where := flag.Bool("where", false, "print the app's rules and indexes files (as its firebase.json names them) and the groups its rules' block holds (comma-separated), tab-separated, and exit")
 	flag.Usage = func() {
@@ -47,6 +47,12 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	db, err := appDatabase(flag.Arg(0), *database)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "firebasemerge:", err)
+		os.Exit(2)
+	}
+	*database = db
 	if *where {
 		files, err := firebasemerge.AppFiles(flag.Arg(0), *database)
 		if err != nil {
@@ -163,6 +169,32 @@ func run(repo, dir, only, database string, check bool) (bool, error) {
 		fmt.Printf("Deploy them from %s with its Firebase CLI (firebase deploy --only firestore), or with %s --firestore-from %s.\n", files.Dir, deploy, files.Dir)
 	}
 	return stale, nil
+}
+
+// appDatabase is the database whose files are merged: the one asked for,
+// which must be the app's settings file's when it names one, or that one.
+func appDatabase(dir, asked string) (string, error) {
+	inFile := config.File{}
+	if path := filepath.Join(dir, config.FileName); fileExists(path) {
+		f, err := config.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		inFile = f
+	}
+	db := inFile.Value("FIRESTORE_DATABASE")
+	switch {
+	case asked == "":
+		return db, nil
+	case asked != db && inFile.Path != "":
+		return "", fmt.Errorf("FIRESTORE_DATABASE is %s here and %s in %s: the file decides; unset it here", asked, db, inFile.Path)
+	}
+	return asked, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // createSettings writes the app's settings file, with every setting at its

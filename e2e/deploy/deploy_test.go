@@ -239,6 +239,7 @@ func TestDryRunRefusesBadInput(t *testing.T) {
 		"no page-token secret": {[]string{"PAGE_TOKEN_SECRET="}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
 		"bad secret name":      {[]string{"PAGE_TOKEN_SECRET=not a name"}, []string{"--project", "demo-x"}, "PAGE_TOKEN_SECRET"},
 		"AUTH=off, not open":   {nil, settings("AUTH=off"), "--insecure-open"},
+		"AUTH=Off, not open":   {nil, settings("AUTH=Off"), "--insecure-open"},
 		"bad deadline":         {nil, settings("FIRESTORE_DEADLINE=1h"), "FIRESTORE_DEADLINE"},
 		"no settings file":     {nil, []string{"--project", "demo-x", "--settings", "/nonexistent/shardcount.env.yaml"}, "does not exist"},
 		"a secret in the file": {nil, settings("PAGE_TOKEN_SECRET=page-token"), "Secret Manager"},
@@ -313,15 +314,15 @@ func TestDeployRefusesUncommittedChanges(t *testing.T) {
 		t.Fatalf("deploy --force: %v\n%s", err, out)
 	}
 	got, _ := os.ReadFile(calls)
-	if !strings.HasPrefix(string(got), "functions deploy rollupCounter --gen2") || strings.Count(string(got), "functions deploy") != 1 {
+	if !strings.HasPrefix(string(got), "functions list --project=demo-x --regions=us-central1") || !strings.Contains(string(got), "\nfunctions deploy rollupCounter --gen2") || strings.Count(string(got), "functions deploy") != 1 {
 		t.Errorf("gcloud calls:\n%s", got)
 	}
 }
 
 // standInGcloud writes a gcloud that records its calls and answers like
-// the real one where the plan depends on it: `describe --format=json`
-// prints the function as deployed (the JSON in $DEPLOYED, or NOT_FOUND
-// when it is unset), another `describe` prints a value,
+// the real one where the plan depends on it: `functions list` prints the
+// functions as deployed (the JSON in $DEPLOYED, none when it is unset),
+// `describe` prints a value,
 // `scheduler jobs update` fails for a job that does not exist and rejects
 // --headers (it takes --update-headers), `scheduler jobs create` fails
 // for a job that exists, and so does creating an index that exists.
@@ -331,9 +332,9 @@ func standInGcloud(t *testing.T, bin, calls string) {
 	script := `#!/bin/sh
 echo "$*" >> ` + calls + `
 case "$*" in
-  "functions describe"*--format=json)
-    [ -n "$DEPLOYED" ] || { echo "ERROR: (gcloud.functions.describe) NOT_FOUND: Resource 'projects/demo-x/locations/us-central1/functions/$3' was not found" >&2; exit 1; }
-    printf '%s\n' "$DEPLOYED" ;;
+  "functions list"*)
+    [ -z "$LIST_ERROR" ] || { echo "ERROR: $LIST_ERROR" >&2; exit 1; }
+    printf '%s\n' "${DEPLOYED:-[]}" ;;
   *describe*) echo 123 ;;
   "firestore indexes composite create"*)
     [ -z "$INDEX_ERROR" ] || { echo "ERROR: $INDEX_ERROR" >&2; exit 1; }

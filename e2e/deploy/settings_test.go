@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shardcount/shardcount/internal/service"
 )
 
 // handFormatted is an app's indexes file as a person wrote it: four
@@ -131,7 +133,7 @@ func TestTheSettingsFileDrivesTheDeploy(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(plan, "likes: unique (each user once); views: plain (every increment)") {
+	if !strings.Contains(plan, "kinds likes: unique (each user once); views: plain (every increment)") {
 		t.Errorf("the dry run does not say which deployed kinds a real run compares:\n%s", plan)
 	}
 
@@ -173,26 +175,40 @@ func TestTheSettingsFileDrivesTheDeploy(t *testing.T) {
 
 // TestNoDeployDropsAKind: a real deploy against a stand-in gcloud whose
 // deployed functions count a kind the file lacks (or count one
-// otherwise) exits non-zero, names the kind, and deploys nothing; with
-// --allow-kind-changes it goes ahead; functions not deployed yet are no
-// refusal.
+// otherwise, or keep their counters in another database) exits non-zero,
+// names it, and deploys nothing; with --allow-kind-changes it goes ahead;
+// functions not deployed yet are no refusal, and a deployment gcloud
+// cannot read is one.
 func TestNoDeployDropsAKind(t *testing.T) {
-	deployed := func(kinds string) string {
-		b, _ := json.Marshal(map[string]any{"name": "projects/demo-x/locations/us-central1/functions/f",
-			"serviceConfig": map[string]any{"environmentVariables": map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "COUNTER_KINDS": kinds}}})
+	deployed := func(env map[string]string) string {
+		var fns []any
+		for _, spec := range service.Catalog {
+			if spec.Group == service.Counters {
+				fns = append(fns, map[string]any{"name": "projects/demo-x/locations/us-central1/functions/" + spec.Name,
+					"serviceConfig": map[string]any{"environmentVariables": env}})
+			}
+		}
+		b, _ := json.Marshal(fns)
 		return string(b)
+	}
+	kinds := func(k string) map[string]string {
+		return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "COUNTER_KINDS": k}
 	}
 	settings := settingsFile(t, `COUNTER_KINDS={"likes": {"unique": true}}`)
 	for _, tc := range []struct {
-		name, deployed string
-		args           []string
-		refused        string // the kind named, "" when the deploy goes ahead
+		name    string
+		env     []string
+		args    []string
+		refused string // what the refusal names; "" when the deploy goes ahead
 	}{
-		{"a kind dropped", deployed(`{"likes": {"unique": true}, "polls": {}}`), nil, `the kind "polls"`},
-		{"a kind counted otherwise", deployed(`{"likes": {}}`), nil, `the kind "likes" plain (every increment)`},
-		{"dropped on purpose", deployed(`{"likes": {"unique": true}, "polls": {}}`), []string{"--allow-kind-changes"}, ""},
-		{"the same kinds", deployed(`{"likes": {"unique": true}}`), nil, ""},
-		{"nothing deployed yet", "", nil, ""},
+		{"a kind dropped", []string{"DEPLOYED=" + deployed(kinds(`{"likes": {"unique": true}, "polls": {}}`))}, nil, `the kind "polls"`},
+		{"a kind counted otherwise", []string{"DEPLOYED=" + deployed(kinds(`{"likes": {}}`))}, nil, `the kind "likes" plain (every increment)`},
+		{"another database", []string{"DEPLOYED=" + deployed(map[string]string{"COUNTER_KINDS": `{"likes": {"unique": true}}`, "FIRESTORE_DATABASE": "counters"})}, nil, "keeps its counters in the database counters"},
+		{"a deployed kind unreadable", []string{"DEPLOYED=" + deployed(kinds(`{"likes": {"unique": "yes"}}`))}, nil, "cannot read"},
+		{"gcloud cannot read them", []string{"LIST_ERROR=PERMISSION_DENIED: the caller does not have permission"}, nil, "PERMISSION_DENIED"},
+		{"dropped on purpose", []string{"DEPLOYED=" + deployed(kinds(`{"likes": {"unique": true}, "polls": {}}`))}, []string{"--allow-kind-changes"}, ""},
+		{"the same kinds", []string{"DEPLOYED=" + deployed(kinds(`{"likes": {"unique": true}}`))}, nil, ""},
+		{"nothing deployed yet", nil, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := t.TempDir()
@@ -200,12 +216,12 @@ func TestNoDeployDropsAKind(t *testing.T) {
 			standInGcloud(t, bin, calls)
 			cmd := exec.Command("bash", append([]string{"scripts/deploy.sh", "--project", "demo-x", "--force", "--only", "counters", "--settings", settings}, tc.args...)...)
 			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PAGE_TOKEN_SECRET=", "DEPLOYED="+tc.deployed)
+			cmd.Env = append(append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PAGE_TOKEN_SECRET="), tc.env...)
 			out, err := cmd.CombinedOutput()
 			log := readFileOr(calls)
 			if tc.refused != "" {
-				if err == nil || !strings.Contains(string(out), tc.refused) || !strings.Contains(string(out), "--allow-kind-changes") || strings.Contains(log, "functions deploy") {
-					t.Errorf("deployed over %s: %v\n%s\ngcloud calls:\n%s", tc.deployed, err, out, log)
+				if err == nil || !strings.Contains(string(out), tc.refused) || strings.Contains(log, "functions deploy") {
+					t.Errorf("%v\n%s\ngcloud calls:\n%s", err, out, log)
 				}
 				return
 			}

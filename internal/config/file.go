@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -35,9 +37,13 @@ func ReadFile(path string) (File, error) {
 		return File{}, err
 	}
 	f := File{Path: path, Values: map[string]string{}}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	var doc, more yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := dec.Decode(&more); err != io.EOF {
+		return File{}, fmt.Errorf("%s: holds more than one YAML document (a --- line): gcloud reads one", path)
 	}
 	if len(doc.Content) == 0 {
 		return f, nil // empty, or comments only: every setting at its default
@@ -57,8 +63,12 @@ func ReadFile(path string) (File, error) {
 			problems = append(problems, fmt.Errorf("%s (line %d): a secret does not belong in a file kept in the app's repository: keep it in Secret Manager and name the secret in the deploying shell (%s=NAME scripts/deploy.sh …; docs/operations/deploy.md)", k.Value, k.Line, k.Value))
 		case s.Scope != Deployed:
 			problems = append(problems, fmt.Errorf("%s (line %d): not a setting the functions are deployed with (it is set by the platform or for the emulators)", k.Value, k.Line))
+		case v.Kind == yaml.AliasNode:
+			problems = append(problems, fmt.Errorf("%s (line %d): write the value itself, quoted, not an alias", k.Value, k.Line))
 		case v.Kind != yaml.ScalarNode || v.Tag != "!!str":
 			problems = append(problems, fmt.Errorf("%s (line %d): the value must be a quoted string, such as %s: '%s' (gcloud takes strings only)", k.Value, k.Line, k.Value, strings.ReplaceAll(v.Value, "'", "''")))
+		case strings.Contains(v.Value, ";"):
+			problems = append(problems, fmt.Errorf("%s (line %d): a value may not hold ';' (the deploy passes the settings with it as their separator)", k.Value, k.Line))
 		case seen[k.Value]:
 			problems = append(problems, fmt.Errorf("%s (line %d): set twice", k.Value, k.Line))
 		case v.Value != "":

@@ -19,18 +19,21 @@ func writeSettings(t *testing.T, content string) string {
 func TestASettingsFileIsCheckedAsADeployedFunctionChecksItsSettings(t *testing.T) {
 	for content, want := range map[string]string{
 		"COUNTER_KINDS: '{\"likes\": {\"unique\": true}}'\n": "",
-		"# comments only\n":                "",
-		"":                                 "",
-		"AUTH: 'off'\nCORS_ORIGINS: '*'\n": "",
-		"COUNTER_KINDS: 'not json'\n":      "COUNTER_KINDS: must be a JSON object",
-		"ROLLUP_CADENCE: '1h'\n":           "ROLLUP_CADENCE: must be between",
-		"CORS_ORIGINS: '*'\n":              "only allowed with AUTH=off",
-		"PAGE_TOKEN_SECRET: 'x'\n":         "PAGE_TOKEN_SECRET (line 1): a secret",
-		"FIRESTORE_EMULATOR_HOST: 'x:1'\n": "FIRESTORE_EMULATOR_HOST (line 1): not a setting the functions are deployed with",
-		"COUNTERKINDS: '{}'\n":             "COUNTERKINDS (line 1): not a setting",
-		"USER_MAX_DELTA: 5\n":              "USER_MAX_DELTA (line 1): the value must be a quoted string",
-		"AUTH: 'off'\nAUTH: 'off'\n":       "AUTH (line 2): set twice",
-		"- AUTH\n":                         "must be a mapping of settings",
+		"# comments only\n":                         "",
+		"":                                          "",
+		"AUTH: 'off'\nCORS_ORIGINS: '*'\n":          "",
+		"COUNTER_KINDS: 'not json'\n":               "COUNTER_KINDS: must be a JSON object",
+		"ROLLUP_CADENCE: '1h'\n":                    "ROLLUP_CADENCE: must be between",
+		"CORS_ORIGINS: '*'\n":                       "only allowed with AUTH=off",
+		"PAGE_TOKEN_SECRET: 'x'\n":                  "PAGE_TOKEN_SECRET (line 1): a secret",
+		"FIRESTORE_EMULATOR_HOST: 'x:1'\n":          "FIRESTORE_EMULATOR_HOST (line 1): not a setting the functions are deployed with",
+		"COUNTERKINDS: '{}'\n":                      "COUNTERKINDS (line 1): not a setting",
+		"USER_MAX_DELTA: 5\n":                       "USER_MAX_DELTA (line 1): the value must be a quoted string",
+		"AUTH: 'off'\nAUTH: 'off'\n":                "AUTH (line 2): set twice",
+		"- AUTH\n":                                  "must be a mapping of settings",
+		"AUTH: 'off'\n---\nCOUNTER_KINDS: '{}'\n":   "more than one YAML document",
+		"CORS_ORIGINS: 'https://a.example.com;b'\n": "may not hold ';'",
+		"LOG_LEVEL: &l 'info'\nAUTH: *l\n":          "AUTH (line 2): write the value itself",
 	} {
 		_, err := ReadFile(writeSettings(t, content))
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {

@@ -118,7 +118,7 @@ func elements(entries [][]byte, indent, closeIndent string, st style) string {
 	if st.compact {
 		return strings.Join(out, ",")
 	}
-	return "\n" + indent + strings.Join(out, ",\n"+indent) + "\n" + closeIndent
+	return st.eol + indent + strings.Join(out, ","+st.eol+indent) + st.eol + closeIndent
 }
 
 // oursElementIndent is how deep shardcount's own file indents an entry.
@@ -166,7 +166,7 @@ func arrayEdits(app []byte, m *jsonMember, add [][]byte, drop map[string]bool, s
 	if !ok {
 		indent = closeIndent + st.unit
 	}
-	sep := ",\n" + indent
+	sep := "," + st.eol + indent
 	if st.compact {
 		sep = ","
 	}
@@ -187,10 +187,10 @@ func membersEdit(app []byte, o jsonObject, members []string, st style) edit {
 		if st.compact {
 			return edit{o.open + 1, o.close, strings.Join(members, ",")}
 		}
-		return edit{o.open + 1, o.close, "\n" + st.unit + strings.Join(members, ",\n"+st.unit) + "\n"}
+		return edit{o.open + 1, o.close, st.eol + st.unit + strings.Join(members, ","+st.eol+st.unit) + st.eol}
 	}
 	indent, _ := lineIndent(app, o.members[0].keyStart)
-	sep := ",\n" + indent
+	sep := "," + st.eol + indent
 	if st.compact {
 		sep = ","
 	}

@@ -136,7 +136,7 @@ func (s *jsonScanner) valueInto(a *jsonArray) span {
 func lineIndent(b []byte, i int) (string, bool) {
 	start := bytes.LastIndexByte(b[:i], '\n') + 1
 	ind := string(b[start:i])
-	return ind, strings.Trim(ind, " \t") == ""
+	return ind, strings.Trim(ind, " \t\r") == ""
 }
 
 // edit replaces b[start:end] with text.
@@ -172,21 +172,27 @@ func sortedEdits(edits []edit) []edit {
 type style struct {
 	compact bool
 	unit    string
+	eol     string // "\n", or "\r\n" in a CRLF file
 }
 
-// styleOf reads a file's layout from its top-level members' indentation.
+// styleOf reads a file's layout from its top-level members' indentation,
+// and its line ends.
 func styleOf(b []byte, o jsonObject) style {
+	eol := "\n"
+	if bytes.Contains(b, []byte("\r\n")) {
+		eol = "\r\n"
+	}
 	if len(o.members) == 0 || !bytes.Contains(b[o.open:o.close], []byte("\n")) {
 		if bytes.Contains(b[o.open:o.close], []byte("\n")) || len(o.members) == 0 {
-			return style{unit: "  "}
+			return style{unit: "  ", eol: eol}
 		}
-		return style{compact: true}
+		return style{compact: true, eol: eol}
 	}
 	ind, ok := lineIndent(b, o.members[0].keyStart)
 	if !ok || ind == "" {
-		return style{compact: true}
+		return style{compact: true, eol: eol}
 	}
-	return style{unit: ind}
+	return style{unit: ind, eol: eol}
 }
 
 // reindent lays out an entry of shardcount's file (indented by two spaces
@@ -198,11 +204,11 @@ func reindent(raw []byte, ours string, indent string, st style) string {
 		json.Compact(&b, raw)
 		return b.String()
 	}
-	lines := strings.Split(string(raw), "\n")
+	lines := strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n")
 	for i := 1; i < len(lines); i++ {
 		l := strings.TrimPrefix(lines[i], ours)
 		n := len(l) - len(strings.TrimLeft(l, " "))
 		lines[i] = indent + strings.Repeat(st.unit, n/2) + l[n:]
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, st.eol)
 }

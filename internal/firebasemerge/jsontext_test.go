@@ -20,6 +20,7 @@ func TestTheIndexesMergeKeepsEveryLine(t *testing.T) {
 		"an empty object":   "{}\n",
 		"other keys around": "{\n  \"$schema\": \"x\",\n  \"indexes\": [],\n  \"fieldOverrides\": [],\n  \"extra\": {\"a\": [1, 2]}\n}\n",
 		"an empty file":     "",
+		"CRLF":              "{\r\n  \"indexes\": [\r\n    {\"collectionGroup\": \"posts\", \"fields\": [{\"fieldPath\": \"a\", \"order\": \"ASCENDING\"}, {\"fieldPath\": \"b\", \"order\": \"ASCENDING\"}]}\r\n  ]\r\n}\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			merged, err := Indexes([]byte(app), ours, keep)
@@ -29,7 +30,11 @@ func TestTheIndexesMergeKeepsEveryLine(t *testing.T) {
 			if !json.Valid(merged) {
 				t.Fatalf("not JSON:\n%s", merged)
 			}
-			before, after := strings.Split(app, "\n"), strings.Split(string(merged), "\n")
+			if strings.Contains(app, "\r\n") && strings.Count(string(merged), "\n") != strings.Count(string(merged), "\r\n") {
+				t.Errorf("a CRLF file got lines ending in LF alone")
+			}
+			unix := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+			before, after := strings.Split(unix(app), "\n"), strings.Split(unix(string(merged)), "\n")
 			i := 0
 			for _, l := range after {
 				// An empty list or object of the app's opens to hold ours.

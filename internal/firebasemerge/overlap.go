@@ -133,7 +133,10 @@ func (o Ours) Shared(rules string, indexes []byte) []string {
 		if err == nil && m.offset >= begin && m.offset < end || ourDocument(m.path) {
 			continue
 		}
-		segs := split(strings.TrimPrefix(m.path, "/databases/{database}/documents"))
+		segs := split(m.path)
+		if len(segs) >= 3 && segs[0] == "databases" && strings.HasPrefix(segs[1], "{") && segs[2] == "documents" {
+			segs = segs[3:] // whatever the app calls its database wildcard
+		}
 		for i := 0; i < len(segs); i += 2 {
 			if !strings.HasPrefix(segs[i], "{") {
 				warn(segs[i], fmt.Sprintf("line %d (`match %s`)", m.line, m.own))

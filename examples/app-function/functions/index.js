@@ -1,6 +1,7 @@
-// An app's own function beside shardcount: a notification when a post's
-// likes reach 100. It is triggered by the counter document likes:POST,
-// which shardcount's roll-up writes about once a second with the count:
+// An app's own function beside shardcount: a notification when a counter
+// reaches 100 (a post's likes:POST, its plays:POST). It is triggered by the
+// counter's document, which shardcount's roll-up writes about once a
+// second with the count:
 // counts jump (0 → 36 → 105) and events may come out of order, so it acts
 // on the crossing of 100, and the notification's id makes it once.
 const { onDocumentWritten } = require("firebase-functions/v2/firestore");

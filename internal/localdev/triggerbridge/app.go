@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,29 +43,36 @@ type backends struct {
 
 // appTriggers returns the Firestore triggers the Functions emulator at
 // functionsURL serves, keyed as it serves them: "{id}-{generation}", the
-// generation 0 until something calls its enableBackgroundTriggers.
-func appTriggers(ctx context.Context, functionsURL string) ([]Trigger, error) {
+// generation 0 until something calls its enableBackgroundTriggers; and
+// the event-triggered functions it cannot bridge (of the v1 SDK, or of
+// other services).
+func appTriggers(ctx context.Context, functionsURL string) ([]Trigger, []string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(functionsURL, "/")+"/backends", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s/backends: %s", functionsURL, resp.Status)
+		return nil, nil, fmt.Errorf("%s/backends: %s", functionsURL, resp.Status)
 	}
 	var b backends
 	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Trigger
+	var skipped []string
 	for _, be := range b.Backends {
 		for _, f := range be.FunctionTriggers {
 			e := f.EventTrigger
-			if e == nil || !strings.HasPrefix(e.EventType, "google.cloud.firestore.document.v1.") {
+			if e == nil {
+				continue // an HTTP or callable function: nothing to bridge
+			}
+			if !strings.HasPrefix(e.EventType, "google.cloud.firestore.document.v1.") {
+				skipped = append(skipped, f.ID+" ("+e.EventType+")")
 				continue
 			}
 			doc := e.EventFilterPathPatterns["document"]
@@ -77,36 +86,71 @@ func appTriggers(ctx context.Context, functionsURL string) ([]Trigger, error) {
 			out = append(out, Trigger{Function: key, EventType: e.EventType, Document: doc, Database: e.EventFilters["database"]})
 		}
 	}
-	return out, nil
+	return out, skipped, nil
+}
+
+// App is the app's own Functions emulator as the bridge sees it: the
+// triggers registered, those it cannot bridge, and whether the first
+// registration is done (Ready).
+type App struct {
+	mu         sync.Mutex
+	registered []Trigger
+	skipped    []string
+	ready      chan struct{}
+}
+
+// Ready is closed once the first registration is done: the triggers the
+// emulator listed within its loading time are registered.
+func (a *App) Ready() <-chan struct{} { return a.ready }
+
+// State reports the triggers registered and those skipped.
+func (a *App) State() (registered []Trigger, skipped []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.registered), slices.Clone(a.skipped)
 }
 
 // WatchApp registers, with the Firestore emulator at emulatorHost, the
 // Firestore triggers of the app's Functions emulator at functionsURL: it
-// waits up to loading for the emulator to list its first function (it
-// loads them after it answers), registers what it lists, and returns;
-// then it goes on registering those that appear (a reload adds some)
-// until ctx ends.
-func WatchApp(ctx context.Context, functionsURL, emulatorHost, project string, loading time.Duration, log *slog.Logger) {
-	registered := map[Trigger]bool{}
+// waits up to loading for the emulator to list a function (it loads them
+// after it answers), registers what it lists, and is Ready; it goes on
+// registering those that appear (a reload adds some) until ctx ends.
+func WatchApp(ctx context.Context, functionsURL, emulatorHost, project string, loading time.Duration, log *slog.Logger) *App {
+	a := &App{ready: make(chan struct{})}
+	done := map[Trigger]bool{}
 	register := func() bool {
-		triggers, err := appTriggers(ctx, functionsURL)
+		triggers, skipped, err := appTriggers(ctx, functionsURL)
 		for _, t := range triggers {
-			if registered[t] {
+			if done[t] {
 				continue
 			}
 			if err := Register(ctx, emulatorHost, project, t); err != nil {
 				log.Warn("cannot register an app's trigger with the Firestore emulator", "trigger", t.Function, "error", err.Error())
 				continue
 			}
-			registered[t] = true
+			done[t] = true
+			a.mu.Lock()
+			a.registered = append(a.registered, t)
+			a.mu.Unlock()
 			log.Info("an app's function receives the emulator's writes", "trigger", t.Function, "document", t.Document, "event", t.EventType)
 		}
-		return err == nil && len(triggers) > 0
-	}
-	for deadline := time.Now().Add(loading); !register() && time.Now().Before(deadline); {
-		time.Sleep(200 * time.Millisecond)
+		a.mu.Lock()
+		a.skipped = skipped
+		a.mu.Unlock()
+		return err == nil && len(triggers)+len(skipped) > 0
 	}
 	go func() {
+		for deadline := time.Now().Add(loading); !register() && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+		}
+		registered, skipped := a.State()
+		if len(registered) == 0 {
+			log.Warn("the app's Functions emulator serves no Firestore trigger of the v2 SDK (firebase-functions/v2/firestore) to bridge", "skipped", skipped)
+		}
+		for _, s := range skipped {
+			log.Warn("an app's function is not bridged: only Firestore triggers of the v2 SDK are", "function", s)
+		}
+		close(a.ready)
 		for {
 			select {
 			case <-ctx.Done():
@@ -116,6 +160,7 @@ func WatchApp(ctx context.Context, functionsURL, emulatorHost, project string, l
 			}
 		}
 	}()
+	return a
 }
 
 // AppConfig is a firebase.json, to be written in configDir, for the

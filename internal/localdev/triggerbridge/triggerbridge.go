@@ -86,8 +86,9 @@ type Bridge struct {
 
 	once     sync.Once
 	queue    chan *Delivery
-	pending  atomic.Int64 // accepted, not yet delivered or given up
-	accepted atomic.Int64 // when the last event was accepted (Unix ns)
+	appQueue chan *Delivery // the app's: its own workers, so a slow or stopped emulator holds up none of shardcount's
+	pending  atomic.Int64   // accepted, not yet delivered or given up
+	accepted atomic.Int64   // when the last event was accepted (Unix ns)
 }
 
 func (b *Bridge) start() {
@@ -110,14 +111,18 @@ func (b *Bridge) start() {
 			tr.MaxIdleConnsPerHost = workers // one kept-alive connection per worker
 			b.Client = &http.Client{Transport: tr}
 		}
-		b.queue = make(chan *Delivery, queue)
+		b.queue, b.appQueue = make(chan *Delivery, queue), make(chan *Delivery, queue)
+		work := func(q chan *Delivery, retries int) {
+			for d := range q {
+				b.deliverWithRetries(d, retries)
+				b.pending.Add(-1)
+			}
+		}
 		for range workers {
-			go func() {
-				for d := range b.queue {
-					b.deliverWithRetries(d)
-					b.pending.Add(-1)
-				}
-			}()
+			go work(b.queue, b.Retries)
+		}
+		for range appWorkers {
+			go work(b.appQueue, appRetries)
 		}
 	})
 }
@@ -135,9 +140,11 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := Convert(parts[4], r.Header, body)
+	queue := &b.queue
 	if b.App != "" && !ours(parts[4]) {
 		// The Firebase CLI's emulator reads the emulator's own form.
-		d = &Delivery{Function: parts[4], URL: strings.TrimSuffix(b.App, "/") + r.URL.Path, Header: r.Header.Clone(), Body: body}
+		d = &Delivery{Function: parts[4], URL: strings.TrimSuffix(b.App, "/") + r.URL.Path, Header: endToEnd(r.Header), Body: body}
+		queue = &b.appQueue
 	}
 	d.Project = parts[2]
 	if b.Intercept != nil && !b.Intercept(d) {
@@ -147,7 +154,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.start()
 	b.pending.Add(1)
 	b.accepted.Store(time.Now().UnixNano())
-	b.queue <- d // blocks the emulator, not the other events, when full
+	*queue <- d // blocks the emulator, not the other events, when full
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -158,7 +165,24 @@ func (b *Bridge) Quiet(d time.Duration) bool {
 	return b.pending.Load() == 0 && time.Since(time.Unix(0, b.accepted.Load())) >= d
 }
 
-func (b *Bridge) deliverWithRetries(d *Delivery) {
+// The app's deliveries: a few workers, and few attempts, so a slow or
+// stopped emulator of the app's costs little.
+const (
+	appWorkers = 8
+	appRetries = 3
+)
+
+// endToEnd is a request's header without its hop-by-hop fields (RFC 9110,
+// 7.6.1): what a proxy forwards.
+func endToEnd(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect", "Content-Length"} {
+		out.Del(k)
+	}
+	return out
+}
+
+func (b *Bridge) deliverWithRetries(d *Delivery, retries int) {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		status, err := b.Deliver(context.Background(), d)
@@ -169,7 +193,7 @@ func (b *Bridge) deliverWithRetries(d *Delivery) {
 			}
 			return
 		}
-		if attempt >= b.Retries {
+		if attempt >= retries {
 			b.Log.Error("gave up delivering an event", "function", d.Function, "subject", d.Subject(), "status", status, "error", fmt.Sprint(err))
 			return
 		}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func planOf(t *testing.T, settings string) *plan {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shardcount.env.yaml")
+	os.WriteFile(path, []byte(settings), 0o644)
+	p := &plan{project: "demo-x", region: "us-central1", only: "counters"}
+	if err := p.load(path); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestTheDeployedSettingsAreCompared: what a real deploy refuses to
+// change without --allow-kind-changes, function by function.
+func TestTheDeployedSettingsAreCompared(t *testing.T) {
+	p := planOf(t, "COUNTER_KINDS: '{\"likes\": {\"unique\": true}, \"views\": {}}'\nINSTRUMENT_SHARDS: '3'\n")
+	deployed := func(env map[string]string) lister {
+		return func(string, string) (map[string]map[string]string, error) {
+			return map[string]map[string]string{"incrementCounter": env}, nil
+		}
+	}
+	for name, tc := range map[string]struct {
+		list lister
+		want string // in the error; "" for none
+	}{
+		"the same":          {deployed(map[string]string{"COUNTER_KINDS": `{"likes": {"unique": true}}`}), ""},
+		"a kind added":      {deployed(map[string]string{}), ""},
+		"a kind dropped":    {deployed(map[string]string{"COUNTER_KINDS": `{"polls": {}}`}), `incrementCounter counts the kind "polls"`},
+		"unique no more":    {deployed(map[string]string{"COUNTER_KINDS": `{"views": {"unique": true}}`}), `the kind "views" unique (each user once)`},
+		"another database":  {deployed(map[string]string{"FIRESTORE_DATABASE": "counters"}), "in the database counters"},
+		"fewer instruments": {deployed(map[string]string{"INSTRUMENT_SHARDS": "10"}), "lowers it to 3"},
+		"unreadable":        {deployed(map[string]string{"COUNTER_KINDS": "{"}), "cannot read"},
+		"gcloud fails": {func(string, string) (map[string]map[string]string, error) {
+			return nil, errors.New("PERMISSION_DENIED")
+		}, "PERMISSION_DENIED"},
+		"nothing deployed": {func(string, string) (map[string]map[string]string, error) { return nil, nil }, ""},
+	} {
+		err := p.checkDeployed(io.Discard, tc.list, false)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+		if tc.want != "" && tc.want != "PERMISSION_DENIED" {
+			if err := p.checkDeployed(io.Discard, tc.list, true); err != nil {
+				t.Errorf("%s with --allow-kind-changes: %v", name, err)
+			}
+		}
+	}
+}
