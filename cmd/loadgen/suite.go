@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 
 // The markers around the results in bench/README.md.
@@ -190,7 +191,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		if err != nil {
 			return err
 		}
-		q, err := loadtest.QueryLatency(ctx, firestoredb.NewInstruments(db, shards, []byte("bench")), shards, 2000, 30)
+		q, err := loadtest.QueryLatency(ctx, instrumentstore.New(db, shards, []byte("bench")), shards, 2000, 30)
 		db.Close()
 		if err != nil {
 			return err

@@ -312,3 +312,22 @@ func DeltaFor(action string) (int64, error) {
 	}
 	return 0, errs.Invalid("action_type", "must be \"increment\" or \"decrement\"")
 }
+
+// ValidateMemberID checks that a uid can name a member document (Firebase
+// uids are up to 128 characters, but custom tokens may carry any string).
+func ValidateMemberID(uid string) error {
+	switch {
+	case uid == "":
+		return errs.New(errs.Unauthenticated, "a unique counter counts users: sign in (Authorization: Bearer <Firebase ID token>)")
+	case len(uid) > 128 || strings.Contains(uid, "/") || uid == "." || uid == ".." ||
+		len(uid) >= 4 && strings.HasPrefix(uid, "__") && strings.HasSuffix(uid, "__"):
+		return errs.New(errs.InvalidArgument, "the caller's uid cannot name a member document of a unique counter")
+	}
+	return nil
+}
+
+// Member is one member of a unique counter.
+type Member struct {
+	UID      string
+	JoinedAt time.Time
+}

@@ -25,19 +25,8 @@ type OpCounts struct {
 	Aggregations  int64 `json:"aggregations"`
 }
 
-type labelKey struct{}
-
-// WithLabel returns a context whose Firestore operations are counted under
-// label (e.g. "increment", "rollup").
-func WithLabel(ctx context.Context, label string) context.Context {
-	return context.WithValue(ctx, labelKey{}, label)
-}
-
 func (db *DB) ops(ctx context.Context) *Ops {
-	label, _ := ctx.Value(labelKey{}).(string)
-	if label == "" {
-		label = "other"
-	}
+	label := ledger.Label(ctx)
 	db.statsMu.Lock()
 	defer db.statsMu.Unlock()
 	o := db.stats[label]

@@ -3,7 +3,6 @@ package firestoredb
 import (
 	"context"
 
-	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
@@ -33,7 +32,7 @@ func startCommit(ctx context.Context, writes int) (context.Context, trace.Span) 
 // endCall ends a call's span with its outcome.
 func endCall(span trace.Span, err error) {
 	if err != nil {
-		span.SetStatus(otelcodes.Error, code(err).String())
+		span.SetStatus(otelcodes.Error, Code(err).String())
 	}
 	span.End()
 }
@@ -45,21 +44,4 @@ func countFailure(c codes.Code) {
 	if c == codes.DeadlineExceeded {
 		deadlineHits.Add(ctx, 1)
 	}
-}
-
-// FieldTraceparent is set on a shard by an increment's commit when
-// telemetry is on: the W3C traceparent of the group commit's flush that
-// wrote it, which the roll-up's span links to (the trigger event carries
-// the shard).
-const FieldTraceparent = "traceparent"
-
-// withTraceparent sets the shard write w's traceparent to sc, if valid.
-func withTraceparent(w *pb.Write, sc trace.SpanContext) *pb.Write {
-	if !sc.IsValid() {
-		return w
-	}
-	w.GetUpdate().Fields = map[string]*pb.Value{FieldTraceparent: stringValue(
-		"00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String())}
-	w.UpdateMask.FieldPaths = append(w.UpdateMask.FieldPaths, FieldTraceparent)
-	return w
 }

@@ -16,8 +16,8 @@ import (
 func TestFailuresAreCounted(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
-	classify(status.Error(codes.DeadlineExceeded, "slow"), "read")
-	classify(status.Error(codes.Aborted, "contention"), "commit")
+	Classify(status.Error(codes.DeadlineExceeded, "slow"), "read")
+	Classify(status.Error(codes.Aborted, "contention"), "commit")
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

@@ -9,27 +9,27 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// createWrite creates the document name with fields; the commit fails with
+// CreateWrite creates the document name with fields; the commit fails with
 // AlreadyExists if it exists.
-func createWrite(name string, fields map[string]*pb.Value) *pb.Write {
+func CreateWrite(name string, fields map[string]*pb.Value) *pb.Write {
 	return &pb.Write{
 		Operation:       &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}},
 		CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_Exists{Exists: false}},
 	}
 }
 
-// replaceWrite overwrites the document name with fields if it was last
+// ReplaceWrite overwrites the document name with fields if it was last
 // updated at updated; the commit fails with FailedPrecondition otherwise.
-func replaceWrite(name string, fields map[string]*pb.Value, updated time.Time) *pb.Write {
+func ReplaceWrite(name string, fields map[string]*pb.Value, updated time.Time) *pb.Write {
 	return &pb.Write{
 		Operation:       &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}},
 		CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_UpdateTime{UpdateTime: timestamppb.New(updated)}},
 	}
 }
 
-// updateWrite sets the fields of mask (a top-level field or "a.b") to the
+// UpdateWrite sets the fields of mask (a top-level field or "a.b") to the
 // values in fields, on an existing document last updated at updated.
-func updateWrite(name string, fields map[string]*pb.Value, mask []string, updated time.Time) *pb.Write {
+func UpdateWrite(name string, fields map[string]*pb.Value, mask []string, updated time.Time) *pb.Write {
 	return &pb.Write{
 		Operation:       &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}},
 		UpdateMask:      &pb.DocumentMask{FieldPaths: mask},
@@ -37,52 +37,91 @@ func updateWrite(name string, fields map[string]*pb.Value, mask []string, update
 	}
 }
 
-// deleteWrite deletes the document name if it was last updated at updated.
-func deleteWrite(name string, updated time.Time) *pb.Write {
+// DeleteWrite deletes the document name if it was last updated at updated.
+func DeleteWrite(name string, updated time.Time) *pb.Write {
 	return &pb.Write{
 		Operation:       &pb.Write_Delete{Delete: name},
 		CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_UpdateTime{UpdateTime: timestamppb.New(updated)}},
 	}
 }
 
-// incrementWrite adds each delta to its integer field, creating the
+// IncrementWrite adds each delta to its integer field, creating the
 // document (and the fields, from 0) when missing. Concurrent increments
 // never conflict.
-func incrementWrite(name string, deltas map[string]int64) *pb.Write {
+func IncrementWrite(name string, deltas map[string]int64) *pb.Write {
 	w := &pb.Write{
 		Operation:  &pb.Write_Update{Update: &pb.Document{Name: name}},
 		UpdateMask: &pb.DocumentMask{},
 	}
 	for _, field := range slices.Sorted(maps.Keys(deltas)) {
-		w.UpdateTransforms = append(w.UpdateTransforms, increment(field, deltas[field]))
+		w.UpdateTransforms = append(w.UpdateTransforms, Increment(field, deltas[field]))
 	}
 	return w
 }
 
-// increment is the transform adding n to an integer field.
-func increment(field string, n int64) *pb.DocumentTransform_FieldTransform {
+// Increment is the transform adding n to an integer field.
+func Increment(field string, n int64) *pb.DocumentTransform_FieldTransform {
 	return &pb.DocumentTransform_FieldTransform{
 		FieldPath:     field,
-		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intValue(n)},
+		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: IntValue(n)},
 	}
 }
 
-func intValue(v int64) *pb.Value {
+// IntValue, StringValue, TimeValue, MapValue and BoolValue are Firestore values.
+func IntValue(v int64) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_IntegerValue{IntegerValue: v}}
 }
 
-func stringValue(v string) *pb.Value {
+func StringValue(v string) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_StringValue{StringValue: v}}
 }
 
-func timeValue(t time.Time) *pb.Value {
+func TimeValue(t time.Time) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: timestamppb.New(t)}}
 }
 
-func mapValue(fields map[string]*pb.Value) *pb.Value {
+func MapValue(fields map[string]*pb.Value) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: fields}}}
 }
 
-func boolValue(v bool) *pb.Value {
+func BoolValue(v bool) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_BooleanValue{BooleanValue: v}}
+}
+
+// ServerTime is the transform setting field to the commit's time.
+func ServerTime(field string) *pb.DocumentTransform_FieldTransform {
+	return &pb.DocumentTransform_FieldTransform{FieldPath: field,
+		TransformType: &pb.DocumentTransform_FieldTransform_SetToServerValue{SetToServerValue: pb.DocumentTransform_FieldTransform_REQUEST_TIME}}
+}
+
+// RemoveWrite deletes the document name, whatever its version (nothing if
+// it does not exist).
+func RemoveWrite(name string) *pb.Write { return &pb.Write{Operation: &pb.Write_Delete{Delete: name}} }
+
+// SetFieldsWrite sets fields of the document name, creating it when
+// missing, and leaves its other fields alone.
+func SetFieldsWrite(name string, fields map[string]*pb.Value) *pb.Write {
+	return &pb.Write{
+		Operation:  &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}},
+		UpdateMask: &pb.DocumentMask{FieldPaths: slices.Sorted(maps.Keys(fields))},
+	}
+}
+
+// VersionOf returns the update time a write of a commit left.
+func VersionOf(resp *pb.CommitResponse, write int) time.Time {
+	return resp.GetWriteResults()[write].GetUpdateTime().AsTime()
+}
+
+// TransformResult returns the integer a field transform of a write left,
+// from the commit's answer; transforms lists the write's transformed
+// fields in order.
+func TransformResult(r *pb.WriteResult, field string, transforms []string) (int64, bool) {
+	for i, f := range transforms {
+		if f == field && i < len(r.GetTransformResults()) {
+			if v, ok := r.GetTransformResults()[i].GetValueType().(*pb.Value_IntegerValue); ok {
+				return v.IntegerValue, true
+			}
+		}
+	}
+	return 0, false
 }

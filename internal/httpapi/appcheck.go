@@ -39,9 +39,6 @@ type AppVerifier interface {
 // backends) are exempt.
 type AppCheck struct {
 	Mode AppCheckMode
-	// Verifier returns the token checker; it is looked up per request,
-	// within its context, so it may be built lazily.
-	Verifier func(ctx context.Context) (AppVerifier, error)
 	// Consume names the endpoints whose calls must carry a limited-use
 	// token, consumed on use: a replayed token is refused.
 	Consume map[string]bool
@@ -91,7 +88,7 @@ func (e *Edge) checkApp(ctx context.Context, ep Endpoint, req *Request) error {
 		return nil
 	}
 	a := e.AppCheck
-	outcome, appID, err := a.verify(ctx, req.HTTP.Header.Get(appCheckHeader))
+	outcome, appID, err := a.verify(ctx, e.Backend, req.HTTP.Header.Get(appCheckHeader))
 	if outcome == AppCheckValid && a.Consume[ep.Name] {
 		req.appToConsume = appID
 		return nil // counted once consumed
@@ -104,7 +101,7 @@ func (e *Edge) consumeApp(ctx context.Context, req *Request) error {
 	if req.appToConsume == "" {
 		return nil
 	}
-	outcome, err := e.AppCheck.consume(ctx, req.HTTP.Header.Get(appCheckHeader))
+	outcome, err := e.AppCheck.consume(ctx, e.Backend, req.HTTP.Header.Get(appCheckHeader))
 	return e.appOutcome(ctx, req, outcome, req.appToConsume, err)
 }
 
@@ -144,14 +141,14 @@ func (a *AppCheck) bounded(ctx context.Context) (context.Context, context.Cancel
 	return ctx, func() {}
 }
 
-func (a *AppCheck) verify(ctx context.Context, token string) (outcome, appID string, err error) {
+func (a *AppCheck) verify(ctx context.Context, b Backend, token string) (outcome, appID string, err error) {
 	ctx, cancel := a.bounded(ctx)
 	defer cancel()
 	if token == "" {
 		return AppCheckMissing, "", &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
 			Message: "X-Firebase-AppCheck is missing: this function accepts calls from your apps only (App Check)"}
 	}
-	v, err := a.Verifier(ctx)
+	v, err := b.AppVerifier(ctx)
 	if err != nil {
 		return AppCheckUnverified, "", err
 	}
@@ -164,7 +161,7 @@ func (a *AppCheck) verify(ctx context.Context, token string) (outcome, appID str
 	return AppCheckValid, appID, nil
 }
 
-func (a *AppCheck) consume(ctx context.Context, token string) (outcome string, err error) {
+func (a *AppCheck) consume(ctx context.Context, b Backend, token string) (outcome string, err error) {
 	ctx, cancel := a.bounded(ctx)
 	defer cancel()
 	replayed := &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
@@ -179,7 +176,7 @@ func (a *AppCheck) consume(ctx context.Context, token string) (outcome string, e
 	if seen {
 		return AppCheckReplayed, replayed
 	}
-	v, err := a.Verifier(ctx)
+	v, err := b.AppVerifier(ctx)
 	if err != nil {
 		return AppCheckUnverified, err
 	}

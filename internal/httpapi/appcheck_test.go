@@ -44,14 +44,13 @@ func TestAppCheck(t *testing.T) {
 	var gotApp string
 	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
 		apps := fakeApps{&sync.Map{}, &atomic.Int64{}}
-		ac := &AppCheck{Mode: mode, Verifier: func(context.Context) (AppVerifier, error) { return apps, nil },
-			Consume: map[string]bool{"like": true}}
-		e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: ac}
+		ac := &AppCheck{Mode: mode, Consume: map[string]bool{"like": true}}
+		e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac}
 		endpoint := func(name string) http.HandlerFunc {
-			return e.Handler(Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024, Handle: func(_ context.Context, r *Request) (int, any, error) {
+			return serve(e, &checks{auth: users, apps: apps}, Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024}, func(_ context.Context, r *Request) (int, any, error) {
 				gotApp = r.AppID
 				return 200, map[string]any{}, nil
-			}})
+			})
 		}
 		plain, like := endpoint("plain"), endpoint("like")
 		enforced := mode == AppCheckEnforce
@@ -104,17 +103,16 @@ func TestAppCheckConsumesOnlyWhatABudgetPaidFor(t *testing.T) {
 		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
 	}
 	budget := 1
-	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: &AppCheck{Mode: AppCheckEnforce,
-		Verifier: func(context.Context) (AppVerifier, error) { return apps, nil }, Consume: map[string]bool{"like": true}}}
-	like := e.Handler(Endpoint{Name: "like", Method: "POST", Public: true, MaxBody: 1024,
-		Admit: func(context.Context, *Request) error {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: &AppCheck{Mode: AppCheckEnforce, Consume: map[string]bool{"like": true}}}
+	like := serve(e, &checks{auth: users, apps: apps}, Endpoint{Name: "like", Method: "POST", Public: true, MaxBody: 1024},
+		func(context.Context, *Request) (int, any, error) { return 200, map[string]any{}, nil },
+		func(context.Context, *Request) error {
 			if budget == 0 {
 				return errs.New(errs.ResourceExhausted, "budget spent")
 			}
 			budget--
 			return nil
-		},
-		Handle: func(context.Context, *Request) (int, any, error) { return 200, map[string]any{}, nil }})
+		})
 	headers := []string{"Authorization", "Bearer u", "X-Firebase-AppCheck", "once-7"}
 	if r := call(like, "POST", "/x", ctJSON, `{"data":{}}`, headers...); r.status != 200 {
 		t.Fatalf("first use: %d %s", r.status, r.body)
@@ -159,17 +157,16 @@ func TestMonitorModeSpendsNotTheRequestsTime(t *testing.T) {
 	users := func() (Authenticator, error) {
 		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
 	}
-	ac := &AppCheck{Mode: AppCheckMonitor, Verifier: func(context.Context) (AppVerifier, error) { return stalledApps{}, nil },
-		Consume: map[string]bool{"like": true}}
+	ac := &AppCheck{Mode: AppCheckMonitor, Consume: map[string]bool{"like": true}}
 	const deadline = 10 * time.Second
-	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: users, AppCheck: ac, Deadline: deadline}
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac, Deadline: deadline}
 	for name, token := range map[string]string{"plain": "stall", "like": "once-1"} {
 		var left time.Duration
-		h := e.Handler(Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024, Handle: func(ctx context.Context, _ *Request) (int, any, error) {
+		h := serve(e, &checks{auth: users, apps: stalledApps{}}, Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024}, func(ctx context.Context, _ *Request) (int, any, error) {
 			d, _ := ctx.Deadline()
 			left = time.Until(d)
 			return 200, map[string]any{}, ctx.Err()
-		}})
+		})
 		r := call(h, "POST", "/x", ctJSON, `{"data":{}}`, "Authorization", "Bearer u1", appCheckHeader, token)
 		if r.status != 200 || left < deadline-3*monitorWait {
 			t.Errorf("%s: %d with %s of the request's %s left, want 200 and at most %s spent on App Check", name, r.status, left, deadline, monitorWait)

@@ -29,13 +29,9 @@ func (e *Edge) identify(ctx context.Context, req *Request) error {
 		req.Admin = true // AUTH=off: anyone may do anything
 		return nil
 	}
-	var authenticate Authenticator
-	if e.Authenticate != nil {
-		a, err := e.Authenticate()
-		if err != nil {
-			return err
-		}
-		authenticate = a
+	authenticate, err := e.Backend.Authenticator()
+	if err != nil {
+		return err
 	}
 	if authenticate == nil {
 		return errs.New(errs.Unauthenticated, "this function checks no tokens (its authentication is not set up)")

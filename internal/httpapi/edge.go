@@ -82,22 +82,33 @@ func (r *Request) SetHeader(name, value string) { r.header.Set(name, value) }
 // logger.
 type Handle func(ctx context.Context, req *Request) (int, any, error)
 
+// Backend is the service behind the edge, which the edge calls through
+// this one interface; each method may fail with a retryable error (a
+// service built on first use that cannot start yet).
+type Backend interface {
+	// Authenticator returns the checker of ID tokens.
+	Authenticator() (Authenticator, error)
+	// AppVerifier returns the checker of App Check tokens, within ctx.
+	AppVerifier(ctx context.Context) (AppVerifier, error)
+	// Admit runs once a public function's caller is known and before the
+	// request's body is parsed: it spends the caller's budget for a call,
+	// so what a caller sends costs it before it costs us.
+	Admit(ctx context.Context, req *Request) error
+	// Handle serves the function req.Function.
+	Handle(ctx context.Context, req *Request) (int, any, error)
+}
+
 // Endpoint is one HTTP function.
 type Endpoint struct {
 	Name   string
 	Method string // GET or POST; OPTIONS is answered for CORS
-	// Public endpoints authenticate their callers (Edge.Authenticate) and
+	// Public endpoints authenticate their callers (Backend.Authenticator) and
 	// speak the callable protocol too; private ones are protected by IAM
 	// where they are deployed.
 	Public  bool
 	MaxBody int64
 	// Deadline bounds the handler's work instead of Edge.Deadline, when set.
 	Deadline time.Duration
-	// Admit, when set, runs once the caller is known and before the
-	// request's body is parsed: it spends the caller's budget for a call,
-	// so what a caller sends costs it before it costs us.
-	Admit  func(ctx context.Context, req *Request) error
-	Handle Handle
 }
 
 // Edge holds what every endpoint shares.
@@ -106,9 +117,8 @@ type Edge struct {
 	ProjectID string // for trace ids in logs
 	// Origins are the CORS origins allowed; "*" allows any.
 	Origins []string
-	// Authenticate returns the token checker of public endpoints. It is
-	// looked up per request, so it may be built lazily; nil: none.
-	Authenticate func() (Authenticator, error)
+	// Backend serves the endpoints, and checks their callers.
+	Backend Backend
 	// AuthRequired makes a public endpoint refuse a request without a
 	// token. Otherwise (AUTH=off) a token that is sent is still checked
 	// and names the caller, and every caller is an admin.
@@ -241,8 +251,8 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	}
 	ctx, led := ledger.New(ctx, req.Admin || !ep.Public)
 	defer e.audit(ctx, led)
-	if ep.Admit != nil {
-		if err := ep.Admit(ctx, req); err != nil {
+	if ep.Public {
+		if err := e.Backend.Admit(ctx, req); err != nil {
 			return writeEarlyError(w, err)
 		}
 	}
@@ -265,7 +275,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 		fail = writeCallableError
 	}
 	edge.End()
-	status, out, err := handle(ctx, ep, req)
+	status, out, err := e.handle(ctx, ep, req)
 	switch {
 	case err != nil:
 		return fail(w, err)
@@ -316,7 +326,7 @@ func (e *Edge) audit(ctx context.Context, led *ledger.Ledger) {
 // handle runs ep's handler. A panic, a bug, becomes an unclassified error:
 // the caller gets INTERNAL in its protocol and the request its log line,
 // here with the stack.
-func handle(ctx context.Context, ep Endpoint, req *Request) (status int, body any, err error) {
+func (e *Edge) handle(ctx context.Context, ep Endpoint, req *Request) (status int, body any, err error) {
 	defer func() {
 		p := recover()
 		if p == nil {
@@ -328,7 +338,7 @@ func handle(ctx context.Context, ep Endpoint, req *Request) (status int, body an
 		logging.FromContext(ctx).Error("panic", "function", ep.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		err = fmt.Errorf("panic in %s: %v", ep.Name, p)
 	}()
-	return ep.Handle(ctx, req)
+	return e.Backend.Handle(ctx, req)
 }
 
 func (e *Edge) allowOrigin(origin string) string {

@@ -39,7 +39,7 @@ func echo(_ context.Context, req *Request) (int, any, error) {
 
 func testEdge(method string) http.HandlerFunc {
 	e := &Edge{Logger: quietLogger(), Origins: []string{"https://app.example.com"}}
-	return e.Handler(Endpoint{Name: "test", Method: method, Public: true, MaxBody: 1 << 10, Handle: echo})
+	return serve(e, nil, Endpoint{Name: "test", Method: method, Public: true, MaxBody: 1 << 10}, echo)
 }
 
 type result struct {
@@ -204,7 +204,8 @@ func TestCORS(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
-	e := &Edge{Logger: quietLogger(), AuthRequired: true, Authenticate: func() (Authenticator, error) {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true}
+	c := &checks{auth: func() (Authenticator, error) {
 		return func(_ context.Context, r *http.Request) (Caller, error) {
 			if r.Header.Get("Authorization") != "Bearer good" {
 				return Caller{}, errs.New(errs.Unauthenticated, "bad token")
@@ -212,7 +213,7 @@ func TestAuthentication(t *testing.T) {
 			return Caller{UID: "uid-1"}, nil
 		}, nil
 	}}
-	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: echo})
+	h := serve(e, c, Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024}, echo)
 	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 401 || r.header.Get("WWW-Authenticate") == "" {
 		t.Errorf("no token: %d %s", r.status, r.body)
 	}
@@ -223,7 +224,7 @@ func TestAuthentication(t *testing.T) {
 		t.Errorf("good token: %d %s", r.status, r.body)
 	}
 	// An authenticator that cannot be built is a 503, through the edge.
-	e.Authenticate = func() (Authenticator, error) { return nil, errs.Retryable(nil, time.Second, "cannot check tokens") }
+	c.auth = func() (Authenticator, error) { return nil, errs.Retryable(nil, time.Second, "cannot check tokens") }
 	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 503 || r.header.Get("Retry-After") != "1" {
 		t.Errorf("authenticator unavailable: %d %s", r.status, r.body)
 	}
@@ -233,7 +234,8 @@ func TestAuthentication(t *testing.T) {
 // admin, and a token that is sent still names the caller (unique counters
 // need to know who it is), or is refused.
 func TestAuthOffChecksTokensThatAreSent(t *testing.T) {
-	e := &Edge{Logger: quietLogger(), Authenticate: func() (Authenticator, error) {
+	e := &Edge{Logger: quietLogger()}
+	c := &checks{auth: func() (Authenticator, error) {
 		return func(_ context.Context, r *http.Request) (Caller, error) {
 			if r.Header.Get("Authorization") != "Bearer good" {
 				return Caller{}, errs.New(errs.Unauthenticated, "bad token")
@@ -242,10 +244,10 @@ func TestAuthOffChecksTokensThatAreSent(t *testing.T) {
 		}, nil
 	}}
 	var got *Request
-	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: func(_ context.Context, r *Request) (int, any, error) {
+	h := serve(e, c, Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024}, func(_ context.Context, r *Request) (int, any, error) {
 		got = r
 		return 200, map[string]string{}, nil
-	}})
+	})
 	if r := call(h, "POST", "/x", ctJSON, `{}`); r.status != 200 || got.User != "" || !got.Admin {
 		t.Errorf("no token: %d, user %q admin %v", r.status, got.User, got.Admin)
 	}
@@ -263,13 +265,13 @@ func TestAuthOffChecksTokensThatAreSent(t *testing.T) {
 func TestStalledTokenCheckIsA503(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	e := &Edge{Logger: quietLogger(), AuthRequired: true, Deadline: 50 * time.Millisecond, Authenticate: func() (Authenticator, error) {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, Deadline: 50 * time.Millisecond}
+	h := serve(e, &checks{auth: func() (Authenticator, error) {
 		return func(context.Context, *http.Request) (Caller, error) {
 			<-release // ignores its context, as a lock held by a stalled fetch does
 			return Caller{UID: "late"}, nil
 		}, nil
-	}}
-	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024, Handle: echo})
+	}}, Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1024}, echo)
 	start := time.Now()
 	r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", "Bearer any")
 	if r.status != 503 || r.header.Get("Retry-After") == "" || time.Since(start) > 2*time.Second {
@@ -302,10 +304,10 @@ func TestClientAddr(t *testing.T) {
 
 func TestDeadline(t *testing.T) {
 	e := &Edge{Logger: quietLogger(), Deadline: 20 * time.Millisecond}
-	h := e.Handler(Endpoint{Name: "x", Method: "GET", Handle: func(ctx context.Context, _ *Request) (int, any, error) {
+	h := serve(e, nil, Endpoint{Name: "x", Method: "GET"}, func(ctx context.Context, _ *Request) (int, any, error) {
 		<-ctx.Done()
 		return 0, nil, errs.Retryable(ctx.Err(), time.Second, "Firestore did not answer in time; retry")
-	}})
+	})
 	start := time.Now()
 	if r := call(h, "GET", "/x", "", ""); r.status != 503 || time.Since(start) > time.Second {
 		t.Errorf("%d after %s", r.status, time.Since(start))
@@ -314,9 +316,9 @@ func TestDeadline(t *testing.T) {
 
 func TestInternalErrorsAreNotShown(t *testing.T) {
 	e := &Edge{Logger: quietLogger()}
-	h := e.Handler(Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100, Handle: func(context.Context, *Request) (int, any, error) {
+	h := serve(e, nil, Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100}, func(context.Context, *Request) (int, any, error) {
 		return 0, nil, io.ErrUnexpectedEOF
-	}})
+	})
 	for _, r := range []result{call(h, "GET", "/x", "", ""), call(h, "POST", "/x", ctJSON, `{"data":{}}`)} {
 		if r.status != 500 || strings.Contains(r.body, "EOF") || !strings.Contains(r.body, `"INTERNAL"`) {
 			t.Errorf("internal error shown as %d %s", r.status, r.body)
@@ -363,9 +365,9 @@ func FuzzEdge(f *testing.F) {
 func TestPanicIsAnInternalError(t *testing.T) {
 	var logs bytes.Buffer
 	e := &Edge{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
-	h := e.Handler(Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100, Handle: func(context.Context, *Request) (int, any, error) {
+	h := serve(e, nil, Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100}, func(context.Context, *Request) (int, any, error) {
 		panic("a bug in the handler")
-	}})
+	})
 	for _, r := range []result{call(h, "GET", "/x", "", ""), call(h, "POST", "/x", ctJSON, `{"data":{}}`)} {
 		if r.status != 500 || r.code != "INTERNAL" || strings.Contains(r.body, "a bug") {
 			t.Errorf("a panic answered %d %s", r.status, r.body)

@@ -15,8 +15,9 @@ import (
 // good"), App Check ("good-app"), the budget (admit) and the body; it
 // counts the handler's calls.
 func orderedEdge(admit *atomic.Bool, handled *atomic.Int64) http.HandlerFunc {
-	e := &Edge{Logger: quietLogger(), AuthRequired: true,
-		Authenticate: func() (Authenticator, error) {
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: &AppCheck{Mode: AppCheckEnforce}}
+	c := &checks{apps: fakeApps{},
+		auth: func() (Authenticator, error) {
 			return func(_ context.Context, r *http.Request) (Caller, error) {
 				if r.Header.Get("Authorization") != "Bearer good" {
 					return Caller{}, errs.New(errs.Unauthenticated, "bad token")
@@ -24,19 +25,18 @@ func orderedEdge(admit *atomic.Bool, handled *atomic.Int64) http.HandlerFunc {
 				return Caller{UID: "u1"}, nil
 			}, nil
 		},
-		AppCheck: &AppCheck{Mode: AppCheckEnforce, Verifier: func(context.Context) (AppVerifier, error) { return fakeApps{}, nil }},
 	}
-	return e.Handler(Endpoint{Name: "x", Method: http.MethodPost, Public: true, MaxBody: 1 << 20,
-		Admit: func(context.Context, *Request) error {
+	return serve(e, c, Endpoint{Name: "x", Method: http.MethodPost, Public: true, MaxBody: 1 << 20},
+		func(ctx context.Context, req *Request) (int, any, error) {
+			handled.Add(1)
+			return echo(ctx, req)
+		},
+		func(context.Context, *Request) error {
 			if !admit.Load() {
 				return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: time.Second, Message: "over budget"}
 			}
 			return nil
-		},
-		Handle: func(ctx context.Context, req *Request) (int, any, error) {
-			handled.Add(1)
-			return echo(ctx, req)
-		}})
+		})
 }
 
 // TestCheapRejectionFirst: each step of the edge refuses before the next

@@ -75,7 +75,7 @@ func FuzzEdgeTime(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	e := &Edge{Logger: quietLogger()} // AUTH=off: every body is decoded
-	h := e.Handler(Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1 << 20, Handle: decodeItems})
+	h := serve(e, nil, Endpoint{Name: "x", Method: "POST", Public: true, MaxBody: 1 << 20}, decodeItems)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if took, budget := timeOf(h, body), fixed+time.Duration(len(body))*perByte; took > budget {
 			t.Fatalf("%d bytes took %s, over %s (%s per byte): %.200q", len(body), took, budget, perByte, body)

@@ -72,3 +72,19 @@ var unbudgetedTotal atomic.Int64
 // Unbudgeted returns the unbudgeted reads of every request of the process
 // so far: 0, or a bug that lets callers make reads for free.
 func Unbudgeted() int64 { return unbudgetedTotal.Load() }
+
+type labelKey struct{}
+
+// WithLabel returns a context whose Firestore operations are counted under
+// label (e.g. "increment", "rollup"; firestoredb.Stats).
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label is ctx's label, or "other".
+func Label(ctx context.Context) string {
+	if label, _ := ctx.Value(labelKey{}).(string); label != "" {
+		return label
+	}
+	return "other"
+}

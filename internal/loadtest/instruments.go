@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 
 var (
@@ -49,7 +49,7 @@ func InstrumentsMix(ctx context.Context, f *Functions, o Options, queryShare flo
 
 // QueryLatency stores docs instruments in store (in batches of 500), then
 // times reps first-page queries of 20 by exchange.
-func QueryLatency(ctx context.Context, store *firestoredb.Instruments, shards, docs, reps int) (ReadLatency, error) {
+func QueryLatency(ctx context.Context, store *instrumentstore.Store, shards, docs, reps int) (ReadLatency, error) {
 	for left := docs; left > 0; left -= instruments.MaxBatch {
 		batch := make([]instruments.Instrument, min(left, instruments.MaxBatch))
 		for i := range batch {

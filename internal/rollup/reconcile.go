@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/activity"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
 )
@@ -104,4 +105,27 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 	}
 	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
 		"counter %q keeps changing; retry", id)
+}
+
+// SweepEntry is a counter the reconcile sweep visits.
+type SweepEntry struct {
+	ID string
+	// Deleted counters are purged, not reconciled.
+	Deleted bool
+}
+
+// Cursor is where reconcile stands: the scheduled runs in the
+// activity index (Active), the full audit in the counters' ids.
+type Cursor struct {
+	Active activity.Cursor
+	// ActiveConfig is the settings that decide which markers a run reads
+	// (see internal/reconcile) as of the last scheduled run.
+	ActiveConfig string
+	// ActiveShards is the most shard values markers were ever written on
+	// (ACTIVITY_SHARDS at its highest): runs read all of them, so lowering
+	// the setting strands no marker.
+	ActiveShards int
+	After        string    // full audit: last counter id checked; "" at the start of a pass
+	PassStarted  time.Time // when the current pass began
+	Passes       int64     // completed passes
 }

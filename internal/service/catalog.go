@@ -1,8 +1,9 @@
 // Package service holds the Cloud Functions of the project: their catalog
-// (names, triggers, who may call them, their handlers) and the handlers,
-// built lazily from the environment on the first request. It knows HTTP
-// only through internal/httpapi and Firestore only through
-// internal/firestoredb.
+// (names, triggers, who may call them, their handlers), and the wiring of
+// each handler: the edge (internal/httpapi) decodes a request, the core
+// (internal/core, internal/reconcile) serves it over the stores
+// (internal/store/...), all built lazily from the environment on the
+// first request.
 //
 // The module root registers every entry of Catalog with functions-framework;
 // scripts/deploy.sh deploys each one under the same name.
@@ -17,7 +18,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/core"
+	"github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/httpapi"
 )
 
@@ -58,7 +60,7 @@ var Groups = []Group{Counters, Instruments}
 // GroupOf is the group whose functions use a collection group (of the
 // indexes and rules): the instruments example's, or the counters'.
 func GroupOf(collection string) Group {
-	if collection == firestoredb.InstrumentsCollection {
+	if collection == datamodel.Instruments {
 		return Instruments
 	}
 	return Counters
@@ -115,21 +117,30 @@ const (
 
 // Catalog lists every function, in deployment order.
 var Catalog = []Spec{
-	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).createCounter},
-	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).incrementCounter},
-	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).getCounter},
-	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).reshardCounter},
-	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).resetCounter},
-	{Name: "deleteCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).deleteCounter},
-	{Name: "updateCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: (*app).updateCounter},
-	{Name: "listCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).listCounters},
-	{Name: "listMembers", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).listMembers},
-	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: (*app).topCounters},
-	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: firestoredb.ShardDocument, event: (*app).rollupCounter},
-	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: (*app).reconcileCounters},
-	{Name: "recordInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: (*app).recordInstruments},
-	{Name: "queryInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, SignsPageTokens: true, http: (*app).queryInstruments},
+	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).CreateCounter, http.StatusCreated)},
+	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: incrementCounter},
+	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).GetCounter, http.StatusOK)},
+	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ReshardCounter, http.StatusOK)},
+	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ResetCounter, http.StatusOK)},
+	{Name: "deleteCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).DeleteCounter, http.StatusOK)},
+	{Name: "updateCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).UpdateCounter, http.StatusOK)},
+	{Name: "listCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).ListCounters, http.StatusOK)},
+	{Name: "listMembers", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).ListMembers, http.StatusOK)},
+	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).TopCounters, http.StatusOK)},
+	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: datamodel.ShardDocument, event: (*app).rollupCounter},
+	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: reconcileCounters},
+	{Name: "recordInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: call((*core.Core).RecordInstruments, http.StatusCreated)},
+	{Name: "queryInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, SignsPageTokens: true, http: call((*core.Core).QueryInstruments, http.StatusOK)},
 }
+
+// specs are the catalog's entries by name.
+var specs = func() map[string]Spec {
+	out := map[string]Spec{}
+	for _, s := range Catalog {
+		out[s.Name] = s
+	}
+	return out
+}()
 
 // SignsPageTokens names the functions of specs that sign page tokens,
 // which need PAGE_TOKEN_SECRET when deployed.

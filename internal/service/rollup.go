@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
-	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsevent"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/rollup"
@@ -41,16 +41,13 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 	}
 	logging.Annotate(ctx, "counter_id", id)
 	linkToWrite(ctx, ev)
-	// A slot's holder sleeps up to a cadence, then makes a few calls.
-	ctx, cancel := context.WithTimeout(firestoredb.WithLabel(ctx, "rollup"), a.cfg.RollupWork())
-	defer cancel()
-	return a.roller.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time()), Deleted: ev.Deleted()})
+	return a.reconciler.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time()), Deleted: ev.Deleted()})
 }
 
 // shardCounterID returns {counterId} of "counters/{counterId}/shards/{n}".
 func shardCounterID(path string) (string, bool) {
 	p := strings.Split(path, "/")
-	if len(p) != 4 || p[0] != firestoredb.CountersCollection || p[2] != firestoredb.ShardsCollection || counter.ValidateID(p[1]) != nil {
+	if len(p) != 4 || p[0] != datamodel.Counters || p[2] != datamodel.Shards || counter.ValidateID(p[1]) != nil {
 		return "", false
 	}
 	return p[1], true
@@ -61,7 +58,7 @@ func shardCounterID(path string) (string, bool) {
 // from a request to the roll-up that counted it.
 func linkToWrite(ctx context.Context, ev *fsevent.Event) {
 	span := trace.SpanFromContext(ctx)
-	v := ev.Value.GetFields()[firestoredb.FieldTraceparent].GetStringValue()
+	v := ev.Value.GetFields()[datamodel.FieldTraceparent].GetStringValue()
 	if v == "" || !span.IsRecording() {
 		return
 	}

@@ -14,14 +14,18 @@ import (
 
 	"github.com/shardcount/shardcount/internal/auth"
 	"github.com/shardcount/shardcount/internal/config"
+	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/groupcommit"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
-	"github.com/shardcount/shardcount/internal/ratelimit"
-	"github.com/shardcount/shardcount/internal/rollup"
+	"github.com/shardcount/shardcount/internal/reconcile"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/incrementstore"
+	"github.com/shardcount/shardcount/internal/store/instrumentstore"
+	"github.com/shardcount/shardcount/internal/store/rollupstore"
+	"github.com/shardcount/shardcount/internal/store/windowstore"
 	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
@@ -52,11 +56,8 @@ type Server struct {
 type app struct {
 	cfg          config.Config
 	db           *firestoredb.DB
-	store        *firestoredb.Store
-	instruments  *firestoredb.Instruments
-	roller       *rollup.Roller
-	limiter      *ratelimit.Limiter
-	increments   *groupcommit.Batcher[firestoredb.IncrementOp, firestoredb.IncrementResult]
+	core         *core.Core
+	reconciler   *reconcile.Reconciler
 	authenticate httpapi.Authenticator // checks tokens; with AUTH=off only those sent
 
 	// App Check's verifier, built on first use (appVerifier).
@@ -123,22 +124,9 @@ func (s *Server) setup() {
 			s.log.Error("the functions refuse to serve until the configuration is fixed", "error", s.cfgErr.Error())
 		}
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
-			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies}
+			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies, Backend: s}
 		if s.cfg.AppCheck != httpapi.AppCheckOff {
-			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Verifier: func(ctx context.Context) (httpapi.AppVerifier, error) {
-				a, err := s.get()
-				if err != nil {
-					return nil, err
-				}
-				return a.appVerifier(ctx)
-			}}
-		}
-		s.edge.Authenticate = func() (httpapi.Authenticator, error) {
-			a, err := s.get()
-			if err != nil {
-				return nil, err
-			}
-			return a.authenticate, nil
+			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume}
 		}
 		s.routes = map[string]http.HandlerFunc{}
 		for _, spec := range Catalog {
@@ -215,27 +203,50 @@ func (s *Server) handler(spec Spec) http.HandlerFunc {
 	if spec.Kind == FirestoreTrigger {
 		return s.eventHandler(spec)
 	}
-	ep := httpapi.Endpoint{Name: spec.Name, Method: spec.Method, Public: spec.Access == Public, MaxBody: spec.MaxBody,
-		Handle: func(ctx context.Context, req *httpapi.Request) (int, any, error) {
-			a, err := s.get()
-			if err != nil {
-				return 0, nil, err
-			}
-			return spec.http(a, ctx, req)
-		}}
-	if ep.Public {
-		ep.Admit = func(ctx context.Context, req *httpapi.Request) error {
-			a, err := s.get()
-			if err != nil {
-				return err
-			}
-			return a.admit(ctx, req)
-		}
-	}
+	ep := httpapi.Endpoint{Name: spec.Name, Method: spec.Method, Public: spec.Access == Public, MaxBody: spec.MaxBody}
 	if spec.LongRunning {
 		ep.Deadline = s.cfg.ReconcileWork()
 	}
 	return s.edge.Handler(ep)
+}
+
+// The Server is the edge's backend (httpapi.Backend): what it checks
+// callers with, and the functions, each built on first use.
+
+// Authenticator returns the checker of ID tokens.
+func (s *Server) Authenticator() (httpapi.Authenticator, error) {
+	a, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return a.authenticate, nil
+}
+
+// AppVerifier returns the checker of App Check tokens.
+func (s *Server) AppVerifier(ctx context.Context) (httpapi.AppVerifier, error) {
+	a, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return a.appVerifier(ctx)
+}
+
+// Admit spends an end user's budget for a call.
+func (s *Server) Admit(ctx context.Context, req *httpapi.Request) error {
+	a, err := s.get()
+	if err != nil {
+		return err
+	}
+	return a.core.Admit(ctx, callerOf(req))
+}
+
+// Handle serves the function req.Function.
+func (s *Server) Handle(ctx context.Context, req *httpapi.Request) (int, any, error) {
+	a, err := s.get()
+	if err != nil {
+		return 0, nil, err
+	}
+	return specs[req.Function].http(a, ctx, req)
 }
 
 // get returns the app, building it on first use.
@@ -272,27 +283,26 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{
-		cfg: cfg,
-		db:  db,
-		store: firestoredb.NewStore(db, firestoredb.Options{ShardCountCache: cfg.ShardCountCache,
-			SlowCommit: cfg.AutoShardingSlowCommit, Windows: cfg.Windows, Kinds: cfg.Kinds,
-			ActivityEvery: cfg.ActivityEvery(), ActivityShards: cfg.ActivityShards, IntN: deps.IntN}),
-		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits),
-	}
-	a.roller = rollup.New(a.store.Rollups, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
-		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards,
-		Kinds: cfg.Kinds}})
+	counters := counterstore.New(db, counterstore.Options{ShardCountCache: cfg.ShardCountCache, ActivityShards: cfg.ActivityShards,
+		Kinds: cfg.Kinds, IntN: deps.IntN})
 	secret := cfg.PageTokenSecret
 	if secret == "" {
 		secret = localPageTokenKey // config refuses an empty key when deployed
 	}
-	a.instruments = firestoredb.NewInstruments(db, cfg.InstrumentShards, []byte(secret))
-	maxBatch := cfg.GroupCommitMaxBatch
-	if !cfg.GroupCommit {
-		maxBatch = 1
+	a := &app{
+		cfg: cfg,
+		db:  db,
+		core: core.New(cfg, core.Stores{
+			Counters: counters,
+			Increments: incrementstore.New(db, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
+				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery()}),
+			Windows:           windowstore.New(db),
+			Instruments:       instrumentstore.New(db, cfg.InstrumentShards, []byte(secret)),
+			ReadsPerIncrement: incrementstore.MaxReadsPerOp,
+			ReadsPerReset:     incrementstore.ResetReads,
+		}),
+		reconciler: reconcile.New(cfg, rollupstore.New(db, counters, cfg.Windows)),
 	}
-	a.increments = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, a.commitIncrements)
 	if deps.Authenticate != nil {
 		a.authenticate = deps.Authenticate
 		return a, nil

@@ -81,14 +81,13 @@ func (d *driver) do(ctx context.Context, inst int, method string, req proto.Mess
 	// a group commit's flush is every request's, and its calls differ by
 	// counter.
 	tag, _ := ctx.Value(tagKey{}).(string)
-	c := &call{inst: inst, method: method, tag: tag, req: req, order: fmt.Sprintf("%03d %s %s %x", inst, tag, method, sha256.Sum256(b)),
-		mutates: mutates, apply: apply, reply: make(chan reply, 1)}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		d.s.problem("instance %d made a Firestore call with no deadline: %s", inst, method)
 		deadline = time.Now().Add(deadline0)
 	}
-	c.deadline = deadline
+	c := &call{inst: inst, method: method, tag: tag, req: req, deadline: deadline, mutates: mutates, apply: apply, reply: make(chan reply, 1),
+		order: fmt.Sprintf("%03d %s %s %x %d", inst, tag, method, sha256.Sum256(b), deadline.UnixNano())}
 	d.mu.Lock()
 	d.calls = append(d.calls, c)
 	d.mu.Unlock()

@@ -62,7 +62,7 @@ func (w *world) publish(id string, ch fsmodel.Change, at time.Time) {
 	if w.noisy() && w.rng.Float64() < w.cfg.pDup {
 		copies = 2
 	}
-	for range copies {
+	for dup := range copies {
 		delay := time.Duration(1+w.rng.IntN(100)) * time.Millisecond
 		if w.noisy() && w.rng.Float64() < w.cfg.pLong {
 			delay += time.Duration(w.rng.Int64N(int64(time.Minute)))
@@ -70,19 +70,21 @@ func (w *world) publish(id string, ch fsmodel.Change, at time.Time) {
 		if w.script != nil && w.script.delay != nil {
 			delay = w.script.delay(ch.Name[len(root):])
 		}
-		w.at(at.Add(delay), func() { w.deliver(id, ch, at, 0) })
+		w.at(at.Add(delay), func() { w.deliver(id, dup, ch, at, 0) })
 	}
 }
 
 // deliver posts the event to an instance's rollupCounter, as a
-// binary-mode CloudEvent whose body is the DocumentEventData.
-func (w *world) deliver(id string, ch fsmodel.Change, at time.Time, attempt int) {
+// binary-mode CloudEvent whose body is the DocumentEventData: the dup-th
+// delivery of it, its attempt-th retry. Each delivery's calls are tagged
+// apart: two copies may make the same calls at once.
+func (w *world) deliver(id string, dup int, ch fsmodel.Change, at time.Time, attempt int) {
 	data, err := fsevent.Encode(ch.After, ch.Before)
 	if err != nil {
 		w.problem("event %s: %v", id, err)
 		return
 	}
-	req := httptest.NewRequestWithContext(tagged(context.Background(), fmt.Sprintf("%s.%d", id, attempt)), http.MethodPost, "/rollupCounter", bytes.NewReader(data))
+	req := httptest.NewRequestWithContext(tagged(context.Background(), fmt.Sprintf("%s.%d.%d", id, dup, attempt)), http.MethodPost, "/rollupCounter", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/protobuf")
 	req.Header.Set("Ce-Specversion", "1.0")
 	req.Header.Set("Ce-Type", "google.cloud.firestore.document.v1.written")
@@ -103,7 +105,7 @@ func (w *world) deliver(id string, ch fsmodel.Change, at time.Time, attempt int)
 		case rec.Code >= 500 || rec.Code == http.StatusTooManyRequests:
 			if attempt < 8 { // Eventarc tries for a day; the schedule is shorter
 				backoff := min(time.Second<<attempt, time.Minute)
-				w.at(time.Now().Add(backoff+time.Duration(w.rng.IntN(500))*time.Millisecond), func() { w.deliver(id, ch, at, attempt+1) })
+				w.at(time.Now().Add(backoff+time.Duration(w.rng.IntN(500))*time.Millisecond), func() { w.deliver(id, dup, ch, at, attempt+1) })
 			}
 		default:
 			w.problem("the event %s of %s was refused: %d %s", id, ch.Name[len(root):], rec.Code, rec.Body.String())

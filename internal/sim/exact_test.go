@@ -356,24 +356,3 @@ func (w *world) memberAt(name string, t time.Time) bool {
 	}
 	return false
 }
-
-// counts reports whether a commit wrote a shard, a member or a key's
-// record of counter id: an increment's commit, not a roll-up's.
-func counts(rec commitRec, id string) bool {
-	for _, ch := range rec.changes {
-		if cid, coll, _ := counterOf(ch.Name); cid == id && (coll == "shards" || coll == "members" || coll == "idempotency_keys") {
-			return true
-		}
-	}
-	return false
-}
-
-// touches reports whether a commit wrote a document of counter id.
-func touches(rec commitRec, id string) bool {
-	for _, ch := range rec.changes {
-		if cid, _, _ := counterOf(ch.Name); cid == id {
-			return true
-		}
-	}
-	return false
-}

@@ -27,6 +27,7 @@ import (
 // invariants are checked. It returns the world, for more assertions.
 func scripted(t *testing.T, instances int, env map[string]string, plan func(w *world) time.Time) *world {
 	t.Helper()
+	noEmulator(t)
 	var w *world
 	synctest.Test(t, func(t *testing.T) {
 		time.Sleep(56 * time.Second) // 4 s before a minute ends, as the random schedules start
@@ -447,7 +448,7 @@ func TestASlotClaimedDuringTheDropIsNotLeft(t *testing.T) {
 		w.script.to = func(string) int { return 0 } // instance 1's cache is left alone
 		w.script.delay = func(name string) time.Duration {
 			if late != nil && strings.HasPrefix(name, "counters/c/shards/") {
-				return purgeAt.Add(400 * time.Millisecond).Sub(time.Now()) // while the purge drops it
+				return time.Until(purgeAt.Add(400 * time.Millisecond)) // while the purge drops it
 			}
 			return 5 * time.Millisecond
 		}

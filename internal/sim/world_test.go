@@ -223,8 +223,6 @@ func authenticate(_ context.Context, r *http.Request) (httpapi.Caller, error) {
 	return httpapi.Caller{UID: uid, Admin: uid == "admin"}, nil
 }
 
-func (w *world) now() time.Time { return time.Now() }
-
 func (w *world) noisy() bool { return time.Now().Before(w.quietAt) }
 
 func (w *world) rel(t time.Time) string { return t.Sub(w.epoch).String() }

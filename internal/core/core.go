@@ -1,0 +1,141 @@
+// Package core holds the rules of the counters' functions, each written
+// once: validate what the caller sent, spend the caller's budget before
+// anything is read for it, read, pay for what the read found (a first
+// use), authorize, queue the change (group commit), answer. It knows
+// neither HTTP (internal/httpapi decodes and answers, internal/service
+// wires the two) nor Firestore: it works over the interfaces below, each
+// what it needs of a store (internal/store/...), so the whole service's
+// simulation runs it on its model of Firestore.
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/config"
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/groupcommit"
+	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Caller is who sends a request, to which function, as the edge
+// identified them.
+type Caller struct {
+	Function string
+	// User is the caller's Firebase uid; empty when no token was sent
+	// (possible with AUTH=off only).
+	User string
+	// Anonymous is true for users of Firebase anonymous sign-in.
+	Anonymous bool
+	// Admin is true for a token with the custom claim admin: true, and for
+	// every caller with AUTH=off.
+	Admin bool
+	// Addr is the caller's network address, for budgets.
+	Addr string
+}
+
+// Counters are the counter documents and their life.
+type Counters interface {
+	// Live reads a counter now; NOT_FOUND if it does not exist or is
+	// deleted. Stored sees a deleted counter's tombstone too.
+	Live(ctx context.Context, id string) (counter.Counter, error)
+	Stored(ctx context.Context, id string) (counter.Counter, error)
+	// LiveOrNew is Live, but an absent counter of a kind is the counter
+	// its first use creates (a zero Version). LiveOrNewCached reads it
+	// through this instance's cache, and says until when it may be used.
+	LiveOrNew(ctx context.Context, id string) (counter.Counter, error)
+	LiveOrNewCached(ctx context.Context, id string) (counter.Counter, time.Time, error)
+	// Strong is a live counter and the sum of its shards, at one read
+	// time, which it returns.
+	Strong(ctx context.Context, id string) (counter.Counter, int64, time.Time, error)
+	Create(ctx context.Context, c counter.Counter) (counter.Counter, error)
+	// Delete leaves a tombstone until lateWrites after its commit lands.
+	Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error)
+	// Reshard sets the shard count; shrinking merges for mergeFor.
+	Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error)
+	SetRanked(ctx context.Context, id string, ranked bool) error
+	List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error)
+	Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error)
+	IsMember(ctx context.Context, id, uid string) (bool, error)
+	// AppDocumentExists reads a document of the app's (a kind's keys_in).
+	AppDocumentExists(ctx context.Context, path string) (bool, error)
+}
+
+// Increments add to counters' shards.
+type Increments interface {
+	// Apply commits ops to counter id and returns one result per op
+	// (internal/increment).
+	Apply(ctx context.Context, id string, ops []increment.Op) []increment.Result
+	// Reset sets a counter's value as of a read time, which it returns.
+	Reset(ctx context.Context, id string, v int64) (time.Time, error)
+}
+
+// Windows are the roll-up's buckets read back.
+type Windows interface {
+	History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error)
+	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error)
+	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
+}
+
+// Instruments are the sharded-timestamps example's.
+type Instruments interface {
+	Record(ctx context.Context, batch []instruments.Instrument) ([]string, error)
+	Query(ctx context.Context, field, value string, limit int, token string) ([]instruments.Instrument, string, error)
+}
+
+// Stores are what the core works on.
+type Stores struct {
+	Counters    Counters
+	Increments  Increments
+	Windows     Windows
+	Instruments Instruments
+	// ReadsPerIncrement bounds what one op's share of a shared commit
+	// reads, and ReadsPerReset what one reset reads: what their budgets
+	// pay for.
+	ReadsPerIncrement, ReadsPerReset int
+}
+
+// Core serves the counters' functions of one instance.
+type Core struct {
+	cfg        config.Config
+	counters   Counters
+	increments Increments
+	windows    Windows
+	instrs     Instruments
+	limiter    *ratelimit.Limiter
+	batcher    *groupcommit.Batcher[increment.Op, increment.Result]
+	readsPaid  map[ratelimit.Budget]int
+}
+
+// New returns the core of cfg over stores.
+func New(cfg config.Config, stores Stores) *Core {
+	core := &Core{cfg: cfg, counters: stores.Counters, increments: stores.Increments, windows: stores.Windows, instrs: stores.Instruments,
+		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset)}
+	maxBatch := cfg.GroupCommitMaxBatch
+	if !cfg.GroupCommit {
+		maxBatch = 1
+	}
+	core.batcher = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, core.flush)
+	return core
+}
+
+// flush is the group commit's: one counter's queued increments in one
+// commit, under the function's deadline but no caller's context (callers
+// may be gone; the others still need the commit).
+func (core *Core) flush(ctx context.Context, id string, ops []increment.Op) []increment.Result {
+	ctx, cancel := context.WithTimeout(ledger.WithLabel(ctx, "increment"), core.cfg.FirestoreDeadline)
+	defer cancel()
+	return core.increments.Apply(ctx, id, ops)
+}
+
+// lateWrites is how long after a shrink or a deletion an instance may
+// still write to a counter as it was: its cached counter document lives
+// SHARD_COUNT_CACHE, and a commit started just before may take
+// FIRESTORE_DEADLINE.
+func (core *Core) lateWrites() time.Duration {
+	return core.cfg.ShardCountCache + core.cfg.FirestoreDeadline + time.Second
+}

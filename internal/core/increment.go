@@ -1,0 +1,310 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/groupcommit"
+	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+)
+
+// IncrementItem is one increment: a delta (default 1) or an action_type
+// (a post's like, view or share, as the source design names them), and an
+// optional idempotency key.
+type IncrementItem struct {
+	CounterID      *string `json:"counter_id"`
+	Delta          *int64  `json:"delta"`
+	ActionType     *string `json:"action_type"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// IncrementCounterRequest is the input of incrementCounter: one increment,
+// or several in Increments.
+type IncrementCounterRequest struct {
+	IncrementItem `json:",inline"`
+	Increments    []IncrementItem `json:"increments"`
+}
+
+// IncrementCounterResponse answers one increment.
+type IncrementCounterResponse struct {
+	CounterID string `json:"counter_id"`
+	Delta     int64  `json:"delta"`
+	// Shard is the shard written; absent when none was (a unique
+	// counter's increment that changed nothing).
+	Shard *int `json:"shard,omitempty"`
+	// Replayed is true when the idempotency key had been used: nothing was
+	// applied and this is the first answer again.
+	Replayed bool `json:"replayed,omitempty"`
+	// Member and Changed answer an increment of a unique counter: whether
+	// the caller is a member now, and whether this request made it so.
+	Member  *bool `json:"member,omitempty"`
+	Changed *bool `json:"changed,omitempty"`
+}
+
+// Incremented is the outcome of one item of a list: its answer, or the
+// error it alone would have had.
+type Incremented struct {
+	Response *IncrementCounterResponse
+	Err      error
+}
+
+// MaxIncrementsPerRequest is the most items one request's increments may
+// hold.
+const MaxIncrementsPerRequest = 500
+
+// maxKeyLength bounds an idempotency key.
+const maxKeyLength = 255
+
+// IncrementCounter applies one increment, body's own, or each item of
+// body.Increments; headerKey is the request's Idempotency-Key, when sent.
+// One increment answers its response or its error; a list answers one
+// outcome per item, in order: every valid item of one counter in one
+// commit (atomically, when they fit in one: up to GROUP_COMMIT_MAX_BATCH
+// items), counters independently.
+func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body IncrementCounterRequest, headerKey *string) (*IncrementCounterResponse, []Incremented, error) {
+	if body.Increments == nil {
+		out := core.increment(ctx, caller, []IncrementItem{body.IncrementItem}, headerKey, false)
+		return out[0].Response, nil, out[0].Err
+	}
+	switch {
+	case body.CounterID != nil || body.Delta != nil || body.ActionType != nil || body.IdempotencyKey != nil:
+		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type or idempotency_key: put them in the items")
+	case headerKey != nil:
+		return nil, nil, errs.Invalid("Idempotency-Key", "applies to a single increment; give each item of increments its idempotency_key")
+	case len(body.Increments) == 0 || len(body.Increments) > MaxIncrementsPerRequest:
+		return nil, nil, errs.Invalid("increments", "must hold 1 to %d items, got %d", MaxIncrementsPerRequest, len(body.Increments))
+	}
+	return nil, core.increment(ctx, caller, body.Increments, nil, true), nil
+}
+
+// authorized is a counter as one request read it, and what it paid.
+type authorized struct {
+	c     counter.Counter
+	fresh time.Time
+}
+
+// increment is the one path of every increment: each item is validated,
+// spends its budget, has its counter read (once per counter and request),
+// pays for a first use, is authorized on that counter, and is queued with
+// it; then each counter's items are committed together. In a list, an
+// item's error names it (increments[i].).
+func (core *Core) increment(ctx context.Context, caller Caller, items []IncrementItem, headerKey *string, list bool) []Incremented {
+	out := make([]Incremented, len(items))
+	under := func(i int, err error) error {
+		if list {
+			return errs.Under(fmt.Sprintf("increments[%d].", i), err)
+		}
+		return err
+	}
+	read := map[string]authorized{}
+	groups := map[string][]int{}
+	var order []string
+	ops := make([]increment.Op, len(items))
+	for i, item := range items {
+		id, op, err := item.validate(headerKey)
+		if err == nil {
+			if !list {
+				logging.Annotate(ctx, "counter_id", id)
+			}
+			// Each item spends its budget before anything is read for it.
+			err = core.allow(ctx, caller, ratelimit.Increment, 1)
+		}
+		if err == nil {
+			op, err = core.authorize(ctx, caller, id, op, read)
+		}
+		if err != nil {
+			out[i].Err = under(i, err)
+			continue
+		}
+		ops[i] = op
+		if groups[id] == nil {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	commit := func(id string) {
+		idx := groups[id]
+		mine := make([]increment.Op, len(idx))
+		for j, i := range idx {
+			mine[j] = ops[i]
+		}
+		rs, err := core.batcher.Do(ctx, id, mine)
+		if err != nil {
+			err = unknownOutcome(ctx, err)
+		}
+		unique := read[id].c.Unique
+		for j, i := range idx {
+			var r increment.Result
+			if err == nil {
+				r = rs[j]
+			}
+			countChange(unique, r, err)
+			switch {
+			case err != nil:
+				out[i].Err = err
+			case r.Err != nil:
+				out[i].Err = under(i, r.Err)
+			default:
+				out[i].Response = incrementResponse(id, unique, r)
+			}
+		}
+	}
+	if len(order) == 1 {
+		commit(order[0])
+		return out
+	}
+	var wg sync.WaitGroup
+	for _, id := range order {
+		wg.Go(func() { commit(id) })
+	}
+	wg.Wait()
+	return out
+}
+
+// authorize reads counter id (once per request), pays for its first use,
+// and checks what the caller may do to it with op: a unique counter takes
+// +1 or −1 from an identified caller only, a plain one a delta within the
+// caller's role. It returns op, with its user and its counter.
+func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, read map[string]authorized) (increment.Op, error) {
+	a, ok := read[id]
+	if !ok {
+		c, fresh, err := core.counters.LiveOrNewCached(ctx, id)
+		if err == nil {
+			err = core.payForFirstUse(ctx, caller, c)
+		}
+		if err != nil {
+			return op, err
+		}
+		a = authorized{c: c, fresh: fresh}
+		read[id] = a
+	}
+	op.User, op.Counter, op.Fresh, op.Ledger = caller.User, a.c, a.fresh, ledger.From(ctx)
+	if !a.c.Unique {
+		return op, core.mayAdd(caller, a.c, op.Delta)
+	}
+	if op.Delta != 1 && op.Delta != -1 {
+		return op, errs.Invalid("delta", "must be 1 or -1 on unique counter %q: +1 adds you, -1 removes you", id)
+	}
+	return op, counter.ValidateMemberID(caller.User)
+}
+
+// validate checks an increment on its own; headerKey is the request's
+// Idempotency-Key header, when sent.
+func (it IncrementItem) validate(headerKey *string) (string, increment.Op, error) {
+	var op increment.Op
+	id, err := requiredCounterID(it.CounterID)
+	if err != nil {
+		return "", op, err
+	}
+	switch {
+	case it.Delta != nil && it.ActionType != nil:
+		return "", op, errs.Invalid("action_type", "and delta are exclusive: send one of them")
+	case it.ActionType != nil:
+		d, err := counter.DeltaFor(*it.ActionType)
+		if err != nil {
+			return "", op, err
+		}
+		op.Delta = d
+	case it.Delta != nil:
+		if err := counter.ValidateDelta(*it.Delta); err != nil {
+			return "", op, err
+		}
+		op.Delta = *it.Delta
+	default:
+		op.Delta = 1
+	}
+	if err := ValidateKey("idempotency_key", it.IdempotencyKey); err != nil {
+		return "", op, err
+	}
+	op.Key = deref(it.IdempotencyKey)
+	if headerKey != nil {
+		if op.Key != "" && op.Key != *headerKey {
+			return "", op, errs.Invalid("idempotency_key", "and the Idempotency-Key header differ: send the key once")
+		}
+		op.Key = *headerKey
+	}
+	return id, op, nil
+}
+
+// ValidateKey checks an idempotency key that was given.
+func ValidateKey(field string, key *string) error {
+	switch {
+	case key == nil:
+		return nil
+	case *key == "":
+		return errs.Invalid(field, "must not be empty")
+	case len(*key) > maxKeyLength:
+		return errs.Invalid(field, "must be at most %d characters", maxKeyLength)
+	}
+	for i := 0; i < len(*key); i++ {
+		if c := (*key)[i]; c < 0x21 || c > 0x7e {
+			return errs.Invalid(field, "must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+func incrementResponse(id string, unique bool, r increment.Result) *IncrementCounterResponse {
+	resp := &IncrementCounterResponse{CounterID: id, Delta: r.Delta, Replayed: r.Replayed}
+	if r.Shard >= 0 {
+		resp.Shard = &r.Shard
+	}
+	if unique {
+		resp.Member, resp.Changed = &r.Member, &r.Changed
+	}
+	return resp
+}
+
+// unknownOutcome is the answer to a request whose context ended while its
+// commit was queued or in flight: it may or may not have been applied. A
+// flush that panicked (a bug) is INTERNAL instead, its stack logged.
+func unknownOutcome(ctx context.Context, err error) error {
+	if pe, ok := errors.AsType[*groupcommit.PanicError](err); ok {
+		logging.FromContext(ctx).Error("panic", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		return errs.Wrap(errs.Internal, err, "internal error")
+	}
+	return errs.Retryable(err, time.Second, "the request ended before its commit was known; retry with the same idempotency key")
+}
+
+// firstUseReads is what a first use reads beyond an increment: its
+// commit finds the counter's document absent, and keys_in reads the app's
+// document (not what createCounter's token pays for, a purge).
+const firstUseReads = 2
+
+// payForFirstUse spends the caller's create budget when its increment
+// would create counter c (a counter of a kind nobody used yet): an end
+// user mints new counters, ranked ones among them, at the pace of
+// createCounter's budget, not of increments. Of a kind with keys_in, an
+// end user mints only counters of the app's documents that exist.
+func (core *Core) payForFirstUse(ctx context.Context, caller Caller, c counter.Counter) error {
+	if !c.Version.IsZero() {
+		return nil
+	}
+	if err := core.allowPaying(ctx, caller, ratelimit.Create, 1, firstUseReads); err != nil {
+		return err
+	}
+	kind, ok := core.cfg.Kinds.Of(c.ID)
+	if !ok || kind.KeysIn == "" || caller.Admin {
+		return nil
+	}
+	path, ok := kind.KeyDocument(c.ID)
+	if ok {
+		var err error
+		if ok, err = core.counters.AppDocumentExists(ctx, path); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return errs.New(errs.NotFound, "counter %s does not exist: a counter of kind %s comes into being for a document of %s, and there is none with its key",
+			c.ID, kind.Name, kind.KeysIn)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/rfc3339"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// GetCounterRequest is the input of getCounter (its query string, or a
+// callable request's data).
+type GetCounterRequest struct {
+	CounterID   *string `json:"counter_id"`
+	Consistency *string `json:"consistency"`
+	// History asks for the counter's minute, hour or day buckets from From
+	// to To (RFC 3339; To defaults to now, From to a span before To).
+	History *string `json:"history"`
+	From    *string `json:"from"`
+	To      *string `json:"to"`
+}
+
+// GetCounterResponse is the answer of getCounter.
+type GetCounterResponse struct {
+	CounterID   string `json:"counter_id"`
+	Count       int64  `json:"count"`
+	NumShards   int    `json:"num_shards"`
+	Consistency string `json:"consistency"`
+	// AsOf is the time the count is exact at (RFC 3339, UTC).
+	AsOf   string `json:"as_of"`
+	Unique bool   `json:"unique,omitempty"`
+	// Member tells a signed-in caller whether they are a member of a
+	// unique counter.
+	Member *bool `json:"member,omitempty"`
+	// Reshard is the last change of the shard count (eventual reads).
+	Reshard *ReshardStatus `json:"reshard,omitempty"`
+	// History is the count of each bucket asked for, oldest first; a
+	// bucket with nothing counted is 0.
+	History []HistoryPoint `json:"history,omitempty"`
+}
+
+// HistoryPoint is one bucket of a counter's history.
+type HistoryPoint struct {
+	Start string `json:"start"`
+	Count int64  `json:"count"`
+}
+
+// ReshardStatus describes the last change of a counter's shard count.
+type ReshardStatus struct {
+	From       int    `json:"from"`
+	To         int    `json:"to"`
+	At         string `json:"at"`
+	Merging    bool   `json:"merging"`
+	MergeUntil string `json:"merge_until,omitempty"`
+	MergedAt   string `json:"merged_at,omitempty"`
+}
+
+func reshardStatus(r counter.Reshard) *ReshardStatus {
+	if r.At.IsZero() {
+		return nil
+	}
+	return &ReshardStatus{From: r.From, To: r.To, At: rfc3339Time(r.At), Merging: r.Merging(),
+		MergeUntil: rfc3339Time(r.MergeUntil), MergedAt: rfc3339Time(r.MergedAt)}
+}
+
+func rfc3339Time(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// historyRange is a validated history request.
+type historyRange struct {
+	g      windows.Granularity
+	starts []time.Time
+}
+
+func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *historyRange, err error) {
+	if id, err = requiredCounterID(r.CounterID); err != nil {
+		return "", "", nil, err
+	}
+	switch consistency = deref(r.Consistency); consistency {
+	case "":
+		consistency = "eventual"
+	case "strong", "eventual":
+	default:
+		return "", "", nil, errs.Invalid("consistency", "must be \"strong\" or \"eventual\"")
+	}
+	if r.History == nil {
+		if r.From != nil || r.To != nil {
+			return "", "", nil, errs.Invalid("from", "and to go with history")
+		}
+		return id, consistency, nil, nil
+	}
+	g, err := windows.Parse("history", *r.History)
+	if err != nil {
+		return "", "", nil, err
+	}
+	to := now
+	if r.To != nil {
+		if to, err = rfc3339.Parse("to", *r.To); err != nil {
+			return "", "", nil, err
+		}
+	}
+	from := g.Start(to).Add(-time.Duration(windows.DefaultSpan(g)-1) * g.Length())
+	if r.From != nil {
+		if from, err = rfc3339.Parse("from", *r.From); err != nil {
+			return "", "", nil, err
+		}
+	}
+	starts, err := windows.Range(g, from, to)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return id, consistency, &historyRange{g: g, starts: starts}, nil
+}
+
+// historyBuckets is how many buckets one token of the history budget
+// pays for: the default spans (60 minutes, 24 hours, 30 days) cost one,
+// the longest (windows.MaxBuckets) ten, the default burst.
+const historyBuckets = 100
+
+func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounterRequest) (GetCounterResponse, error) {
+	ctx = ledger.WithLabel(ctx, "read")
+	id, consistency, h, err := body.validate(time.Now())
+	if err != nil {
+		return GetCounterResponse{}, err
+	}
+	logging.Annotate(ctx, "counter_id", id)
+	if h != nil && core.cfg.Windows == nil {
+		return GetCounterResponse{}, errs.New(errs.FailedPrecondition, "history: the roll-up keeps no windows (WINDOWS=off)")
+	}
+	// An eventual read spends read, a strong one strong, history a token
+	// of history for each historyBuckets it reads (its eventual read
+	// included).
+	if consistency == "strong" {
+		if err := core.allow(ctx, caller, ratelimit.Strong, 1); err != nil {
+			return GetCounterResponse{}, err
+		}
+	}
+	if h != nil {
+		tokens := (len(h.starts) + historyBuckets - 1) / historyBuckets
+		if most := core.limiter.Burst(ratelimit.History, ratelimit.User(caller.User), ratelimit.Address(caller.Addr)); !caller.Admin && tokens > most {
+			return GetCounterResponse{}, errs.Invalid("from", "and to span %d buckets: this deployment's history budget (RATE_LIMITS) allows at most %d at once", len(h.starts), most*historyBuckets)
+		}
+		if err := core.allow(ctx, caller, ratelimit.History, tokens); err != nil {
+			return GetCounterResponse{}, err
+		}
+	} else if consistency != "strong" {
+		if err := core.allow(ctx, caller, ratelimit.Read, 1); err != nil {
+			return GetCounterResponse{}, err
+		}
+	}
+	resp := GetCounterResponse{CounterID: id, Consistency: consistency}
+	var c counter.Counter
+	if consistency == "strong" {
+		var at time.Time
+		if c, resp.Count, at, err = core.counters.Strong(ctx, id); err != nil {
+			return GetCounterResponse{}, err
+		}
+		resp.AsOf = rfc3339Time(at)
+	} else {
+		if c, err = core.counters.LiveOrNew(ctx, id); err != nil {
+			return GetCounterResponse{}, err
+		}
+		resp.Count, resp.AsOf, resp.Reshard = c.Count, rfc3339Time(c.AsOf), reshardStatus(c.Reshard)
+		if c.Version.IsZero() {
+			resp.AsOf = rfc3339Time(time.Now()) // of a kind, not used yet: 0 now
+		}
+	}
+	resp.NumShards, resp.Unique = c.NumShards, c.Unique
+	if c.Unique && caller.User != "" {
+		member, err := core.counters.IsMember(ctx, id, caller.User)
+		if err != nil {
+			return GetCounterResponse{}, err
+		}
+		resp.Member = &member
+	}
+	if h != nil {
+		counts, err := core.windows.History(ctx, id, h.g, h.starts)
+		if err != nil {
+			return GetCounterResponse{}, err
+		}
+		resp.History = make([]HistoryPoint, len(counts))
+		for i, n := range counts {
+			resp.History[i] = HistoryPoint{Start: h.starts[i].Format(time.RFC3339), Count: n}
+		}
+	}
+	return resp, nil
+}
+
+// requiredCounterID validates the counter_id every request but
+// createCounter must send.
+func requiredCounterID(id *string) (string, error) {
+	if id == nil {
+		return "", errs.Invalid("counter_id", "is required")
+	}
+	if err := counter.ValidateID(*id); err != nil {
+		return "", err
+	}
+	return *id, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

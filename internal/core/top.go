@@ -1,0 +1,135 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// topReads bounds what one topCounters reads: a page of a ranking, or a
+// round of a rolling window's (each round spends a token of top).
+const topReads = maxListLimit
+
+// Rolling windows: at most maxRollingLimit counters, each round reading
+// two rankings to a depth and summing each candidate (4 × depth ≤
+// topReads), in at most maxRollingRounds rounds of growing depth.
+const (
+	maxRollingDepth  = topReads / 4
+	maxRollingLimit  = maxRollingDepth
+	maxRollingRounds = 3
+)
+
+// TopCountersRequest is the input of topCounters.
+type TopCountersRequest struct {
+	// Window is minute, hour, day (the current bucket, or the last
+	// complete one with Previous), last_hour or last_day (the last 60
+	// minutes or 24 hours, rolling) or all (by total).
+	Window   *string `json:"window"`
+	Limit    *int64  `json:"limit"`
+	Previous *bool   `json:"previous"`
+	// Kind ranks the counters of one kind (COUNTER_KINDS) only.
+	Kind *string `json:"kind"`
+}
+
+// TopCountersResponse ranks counters, highest count first, ties by id.
+type TopCountersResponse struct {
+	Window string `json:"window"`
+	Kind   string `json:"kind,omitempty"`
+	// Start is the start of the window ranked (absent for all).
+	Start    string          `json:"start,omitempty"`
+	Counters []RankedCounter `json:"counters"`
+	// Exact, for a rolling window: whether no other counter can rank
+	// among these (almost always; see docs/guides/trending.md).
+	Exact *bool `json:"exact,omitempty"`
+}
+
+// RankedCounter is one counter of a ranking.
+type RankedCounter struct {
+	CounterID string `json:"counter_id"`
+	Count     int64  `json:"count"`
+}
+
+var rollingWindows = map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}
+
+func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCountersRequest) (TopCountersResponse, error) {
+	ctx = ledger.WithLabel(ctx, "read")
+	limit, err := limitOf(body.Limit, 10)
+	if err != nil {
+		return TopCountersResponse{}, err
+	}
+	kind := deref(body.Kind)
+	if _, ok := core.cfg.Kinds[kind]; kind != "" && !ok {
+		return TopCountersResponse{}, errs.Invalid("kind", "%q is not a kind of COUNTER_KINDS", kind)
+	}
+	window := deref(body.Window)
+	resp := TopCountersResponse{Window: window, Kind: kind}
+	now := time.Now()
+	var g windows.Granularity
+	var start time.Time
+	rolling, isRolling := rollingWindows[window]
+	switch {
+	case window == "all" || isRolling:
+		if body.Previous != nil {
+			return TopCountersResponse{}, errs.Invalid("previous", "goes with window minute, hour or day")
+		}
+	case window == "":
+		return TopCountersResponse{}, errs.Invalid("window", "is required: minute, hour, day, last_hour, last_day or all")
+	default:
+		if g, err = windows.Parse("window", window); err != nil {
+			return TopCountersResponse{}, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\" or \"all\"")
+		}
+		start = windows.Window(g, now, body.Previous != nil && *body.Previous)
+		resp.Start = start.Format(time.RFC3339)
+	}
+	if window != "all" && core.cfg.Windows == nil {
+		return TopCountersResponse{}, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off); window=all ranks by total")
+	}
+	var ranked []windows.Ranked
+	if isRolling {
+		if limit > maxRollingLimit {
+			return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for a rolling window", maxRollingLimit)
+		}
+		resp.Start = rolling.From(now).Format(time.RFC3339)
+		var exact bool
+		if ranked, exact, err = core.rollingTop(ctx, caller, rolling, now, limit, kind); err != nil {
+			return TopCountersResponse{}, err
+		}
+		resp.Exact = &exact
+	} else {
+		if err := core.allow(ctx, caller, ratelimit.Top, 1); err != nil {
+			return TopCountersResponse{}, err
+		}
+		if ranked, err = core.windows.Top(ctx, g, start, limit, kind); err != nil {
+			return TopCountersResponse{}, err
+		}
+	}
+	resp.Counters = make([]RankedCounter, len(ranked))
+	for i, r := range ranked {
+		resp.Counters[i] = RankedCounter{CounterID: r.CounterID, Count: r.Count}
+	}
+	return resp, nil
+}
+
+// rollingTop ranks a rolling window in rounds of growing depth until the
+// answer is exact, each round paid by a token of top.
+func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolling, now time.Time, limit int, kind string) ([]windows.Ranked, bool, error) {
+	var ranked []windows.Ranked
+	exact := false
+	for depth, round := limit, 0; round < maxRollingRounds && !exact; depth, round = min(2*depth, maxRollingDepth), round+1 {
+		if err := core.allow(ctx, caller, ratelimit.Top, 1); err != nil {
+			return nil, false, err
+		}
+		var err error
+		if ranked, exact, err = core.windows.RollingTop(ctx, r, now, depth, limit, kind); err != nil {
+			return nil, false, err
+		}
+		if depth == maxRollingDepth {
+			break
+		}
+	}
+	return ranked, exact, nil
+}

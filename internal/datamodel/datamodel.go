@@ -1,0 +1,135 @@
+// Package datamodel names shardcount's documents in Firestore, once:
+// collections, fields and paths (docs/reference/data-model.md). Security
+// rules, the indexes, the roll-up trigger and apps' listeners depend on
+// them; every store builds its documents' names here.
+package datamodel
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/shardedts"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Collections.
+const (
+	Counters    = "counters"
+	Shards      = "shards"           // counters/{id}/shards/{0..N-1}
+	Keys        = "idempotency_keys" // counters/{id}/idempotency_keys/{hash}
+	Slots       = "rollup_slots"     // counters/{id}/rollup_slots/{due}
+	Members     = "members"          // counters/{id}/members/{uid}
+	Windows     = "windows"          // counters/{id}/windows/{g}_{start}
+	Bound       = "bound"            // counters/{id}/bound/guard
+	Activity    = "counter_activity" // counter_activity/{id}
+	Instruments = "instruments"      // the sharded-timestamps example
+	// State holds the project's own bookkeeping (the reconcile cursor);
+	// no rule lets clients read it.
+	State = "shardcount"
+)
+
+// ShardDocument is the path pattern of shard documents, which the roll-up
+// trigger watches.
+const ShardDocument = Counters + "/{counterId}/" + Shards + "/{shardId}"
+
+// Fields.
+const (
+	// Of a counter document.
+	FieldNumShards    = "num_shards"
+	FieldCount        = "count" // also of a shard and of a window's bucket
+	FieldAsOf         = "rollup_as_of"
+	FieldCreatedAt    = "created_at"
+	FieldRollups      = "rollups"
+	FieldShardCommits = "shard_commits"
+	FieldSlowCommits  = "slow_commits"
+	FieldWriteRate    = "write_rate"
+	FieldActivityAsOf = "activity_as_of"
+	FieldReshard      = "reshard"
+	FieldOwner        = "owner"
+	FieldUnique       = "unique"
+	FieldOrigin       = "origin"
+	FieldRanked       = "ranked" // also of a window's bucket
+	FieldKind         = "kind"   // also of a window's bucket
+	FieldDeleted      = "deleted"
+	FieldDeletedAt    = "deleted_at"
+	FieldPurgeAfter   = "purge_after"
+	FieldPurged       = "purged"
+	FieldResetAt      = "reset_at"
+
+	// Of a shard.
+	FieldCommits = "commits"
+	FieldSlow    = "slow"
+	// FieldTraceparent is set on a shard by an increment's commit when
+	// telemetry is on: the W3C traceparent of the group commit's flush
+	// that wrote it, which the roll-up's span links to (the trigger event
+	// carries the shard).
+	FieldTraceparent = "traceparent"
+
+	// Of an idempotency key's record.
+	FieldDelta   = "delta"
+	FieldShard   = "shard"
+	FieldMember  = "member"
+	FieldChanged = "changed"
+
+	// Of a member document.
+	FieldUID       = "uid"
+	FieldCounterID = "counter_id" // also of a window's bucket
+	FieldJoinedAt  = "joined_at"
+
+	// Of a window's bucket.
+	FieldGranularity = "granularity"
+	FieldStart       = "start"
+	FieldGross       = "gross"
+
+	// Of a roll-up slot.
+	FieldHolder = "holder"
+
+	// Of the bound's guard: moved by each commit near the bound.
+	FieldGuardCheckedAt = "checked_at"
+
+	// Of an activity marker.
+	FieldActivityShard = shardedts.ShardField
+	FieldActivityAt    = shardedts.TimeField
+
+	// Of the documents Firestore's TTL deletes: keys' records, slots,
+	// buckets.
+	FieldExpireAt = "expire_at"
+)
+
+// Paths of documents and collections, relative to the database's
+// documents.
+
+func Counter(id string) string                  { return Counters + "/" + id }
+func UnderCounter(id, collection string) string { return Counter(id) + "/" + collection }
+func Shard(id string, k int) string             { return UnderCounter(id, Shards) + "/" + strconv.Itoa(k) }
+func Member(id, uid string) string              { return UnderCounter(id, Members) + "/" + uid }
+func Guard(id string) string                    { return UnderCounter(id, Bound) + "/guard" }
+func Marker(id string) string                   { return Activity + "/" + id }
+func ReconcileCursor() string                   { return State + "/reconcile" }
+
+func Slot(id string, due time.Time) string {
+	return UnderCounter(id, Slots) + "/" + strconv.FormatInt(due.UnixNano(), 10)
+}
+
+func Bucket(id string, g windows.Granularity, start time.Time) string {
+	return UnderCounter(id, Windows) + "/" + windows.DocID(g, start)
+}
+
+// Key is the record of an idempotency key, named by the SHA-256 of its
+// user and key: any header value makes a valid document id, and users
+// cannot share keys.
+func Key(id, user, key string) string { return UnderCounter(id, Keys) + "/" + KeyHash(user, key) }
+
+// KeyHash identifies an idempotency key of a user.
+func KeyHash(user, key string) string {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(user)))
+	h.Write(n[:])
+	h.Write([]byte(user))
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,246 @@
+package firestoredb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
+)
+
+// Commit applies writes atomically in one round trip, never retried. The
+// firestore package offers this only through the deprecated WriteBatch or
+// a transaction (two round trips), hence the raw call. Errors are raw gRPC
+// errors: callers look at AlreadyExists and FailedPrecondition, then
+// classify.
+func (db *DB) Commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitResponse, error) {
+	ops := db.ops(ctx)
+	ops.Commits.Add(1)
+	ctx, span := startCommit(ctx, len(writes))
+	resp, err := db.api.Commit(ctx, &pb.CommitRequest{Database: db.database, Writes: writes})
+	endCall(span, err)
+	if err != nil {
+		ops.FailedCommits.Add(1)
+		return nil, err
+	}
+	ops.Writes.Add(int64(len(writes)))
+	return resp, nil
+}
+
+// GetAll reads documents by name in one round trip, at readTime (zero:
+// now), in the order of names; a missing one is nil. It returns the read
+// time. Firestore bills each one as a read.
+func (db *DB) GetAll(ctx context.Context, names []string, readTime time.Time) ([]*pb.Document, time.Time, error) {
+	db.read(ctx, len(names))
+	req := &pb.BatchGetDocumentsRequest{Database: db.database, Documents: names}
+	if !readTime.IsZero() {
+		req.ConsistencySelector = &pb.BatchGetDocumentsRequest_ReadTime{ReadTime: timestamppb.New(readTime)}
+	}
+	resps, err := db.api.BatchGetDocuments(ctx, req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	byName := map[string]*pb.Document{}
+	var at time.Time
+	for _, r := range resps {
+		if d := r.GetFound(); d != nil {
+			byName[d.GetName()] = d
+		}
+		// Each answer's document is unchanged up to every later answer's
+		// read time: the snapshot of them all is at the latest.
+		if t := r.GetReadTime(); t != nil && t.AsTime().After(at) {
+			at = t.AsTime()
+		}
+	}
+	out := make([]*pb.Document, len(names))
+	for i, n := range names {
+		out[i] = byName[n]
+	}
+	return out, at, nil
+}
+
+// Get reads one document now; nil when it does not exist.
+func (db *DB) Get(ctx context.Context, name string) (*pb.Document, error) {
+	docs, _, err := db.GetAll(ctx, []string{name}, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	return docs[0], nil
+}
+
+// Query runs a query and counts the documents it returns (Firestore bills
+// at least one read per query).
+func (db *DB) Query(ctx context.Context, q firestore.Query) ([]*pb.Document, error) {
+	req, err := runQueryRequest(q)
+	if err != nil {
+		return nil, err
+	}
+	resps, err := db.api.RunQuery(ctx, req)
+	var docs []*pb.Document
+	for _, r := range resps {
+		if d := r.GetDocument(); d != nil {
+			docs = append(docs, d)
+		}
+	}
+	db.read(ctx, max(1, len(docs)))
+	return docs, err
+}
+
+// Snapshots runs a query through the high-level client, which the
+// instruments example's sharded timestamps page with; the counters store
+// queries through Firestore (query).
+func (db *DB) Snapshots(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	docs, err := q.Documents(ctx).GetAll()
+	db.read(ctx, max(1, len(docs)))
+	return docs, err
+}
+
+// runQueryRequest is the request q sends.
+func runQueryRequest(q firestore.Query) (*pb.RunQueryRequest, error) {
+	b, err := q.Serialize()
+	if err != nil {
+		return nil, err
+	}
+	var req pb.RunQueryRequest
+	return &req, proto.Unmarshal(b, &req)
+}
+
+// CollectionIDs lists the ids of the collections under the document name.
+func (db *DB) CollectionIDs(ctx context.Context, name string) ([]string, error) {
+	db.read(ctx, 1)
+	return db.api.ListCollectionIds(ctx, &pb.ListCollectionIdsRequest{Parent: name})
+}
+
+// Sum returns the sums of integer fields over every document of the
+// collection path (e.g. "counters/c1/shards"), in fields' order, at read
+// time at (zero: now), and the read time of the snapshot: every write committed at or before it is
+// included, none after. A query with several aggregations counts only the
+// documents that hold every field aggregated. Firestore bills one read per
+// 1,000 index entries scanned.
+func (db *DB) Sum(ctx context.Context, collection string, at time.Time, fields ...string) ([]int64, time.Time, error) {
+	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
+	for i, f := range fields {
+		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
+			Alias: fmt.Sprintf("s%d", i),
+			Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{
+				Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{Field: &pb.StructuredQuery_FieldReference{FieldPath: f}},
+			},
+		}
+	}
+	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make([]int64, len(fields))
+	for i := range fields {
+		n, err := integer(result[fmt.Sprintf("s%d", i)])
+		if err != nil {
+			// Permanent: the same shards sum the same way on a retry.
+			return nil, time.Time{}, errs.Wrap(errs.DataLoss, err, "the %s of %s sum past int64: shards were written outside the functions", fields[i], collection)
+		}
+		out[i] = n
+	}
+	return out, readTime, nil
+}
+
+// Count returns how many documents the collection path holds at read time
+// at (zero: now), and the read time (Firestore keeps an hour of versions).
+func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64, time.Time, error) {
+	aggs := []*pb.StructuredAggregationQuery_Aggregation{{Alias: "n",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}}
+	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, err := integer(result["n"])
+	return n, readTime, err
+}
+
+// SumOf returns the SUM of an integer field over the documents of query q,
+// now: one aggregation.
+func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {
+	req, err := runQueryRequest(q)
+	if err != nil {
+		return 0, err
+	}
+	agg := &pb.StructuredAggregationQuery_Aggregation{Alias: "s",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{
+			Field: &pb.StructuredQuery_FieldReference{FieldPath: field}}}}
+	result, _, err := db.runAggregation(ctx, req.GetParent(), req.GetStructuredQuery(), []*pb.StructuredAggregationQuery_Aggregation{agg}, time.Time{})
+	if err != nil {
+		return 0, err
+	}
+	return integer(result["s"])
+}
+
+// aggregate runs aggregations over every document of the collection path,
+// at read time at (zero: now), and returns their results by alias and the
+// read time.
+func (db *DB) aggregate(ctx context.Context, collection string, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
+	parent, id := db.database+"/documents", collection
+	if i := strings.LastIndex(collection, "/"); i >= 0 {
+		parent, id = db.Name(collection[:i]), collection[i+1:]
+	}
+	return db.runAggregation(ctx, parent, &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}}, aggs, at)
+}
+
+// runAggregation runs aggregations over the documents of a structured
+// Query under parent, at read time at (zero: now), and returns their
+// results by alias and the read time.
+func (db *DB) runAggregation(ctx context.Context, parent string, q *pb.StructuredQuery, aggs []*pb.StructuredAggregationQuery_Aggregation, at time.Time) (map[string]*pb.Value, time.Time, error) {
+	db.ops(ctx).Aggregations.Add(1)
+	ledger.Read(ctx, 1)
+	req := &pb.RunAggregationQueryRequest{
+		Parent: parent,
+		QueryType: &pb.RunAggregationQueryRequest_StructuredAggregationQuery{
+			StructuredAggregationQuery: &pb.StructuredAggregationQuery{
+				QueryType:    &pb.StructuredAggregationQuery_StructuredQuery{StructuredQuery: q},
+				Aggregations: aggs,
+			},
+		},
+	}
+	if !at.IsZero() {
+		req.ConsistencySelector = &pb.RunAggregationQueryRequest_ReadTime{ReadTime: timestamppb.New(at)}
+	}
+	resps, err := db.api.RunAggregationQuery(ctx, req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var (
+		result   map[string]*pb.Value
+		readTime time.Time
+	)
+	for _, res := range resps {
+		if res.GetResult() != nil {
+			result = res.GetResult().GetAggregateFields()
+		}
+		if res.GetReadTime() != nil {
+			readTime = res.GetReadTime().AsTime()
+		}
+	}
+	if result == nil || readTime.IsZero() {
+		return nil, time.Time{}, fmt.Errorf("firestoredb: aggregate under %s: empty response", parent)
+	}
+	return result, readTime, nil
+}
+
+func integer(v *pb.Value) (int64, error) {
+	switch v := v.GetValueType().(type) {
+	case *pb.Value_IntegerValue:
+		return v.IntegerValue, nil
+	case *pb.Value_DoubleValue:
+		// Firestore switches to a double when a sum overflows int64; a
+		// double is never exact there, even when it looks integral.
+		return 0, fmt.Errorf("a double (%g): overflows int64", v.DoubleValue)
+	case *pb.Value_NullValue, nil:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("unexpected value %v", v)
+}

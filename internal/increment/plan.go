@@ -1,0 +1,177 @@
+package increment
+
+import (
+	"slices"
+	"time"
+)
+
+// Plan is what one commit of the pending ops writes, each write with the
+// precondition the driver gives it, and what each op answers if it lands.
+type Plan struct {
+	// Net is added to the batch's shard when WriteShard.
+	Net        int64
+	WriteShard bool
+	// Joins are the users whose member document the commit creates (on
+	// the condition that it does not exist); Leaves those whose document it
+	// deletes, on the condition of the version read.
+	Joins  []string
+	Leaves []Leave
+	// Records are the idempotency keys' records the commit creates, or
+	// replaces (an expired one, on the condition of its version).
+	Records []KeyWrite
+	// Creates: the commit also creates the counter (its first use).
+	Creates bool
+
+	outcome map[int]Result
+}
+
+// Leave is a member document a commit deletes.
+type Leave struct {
+	User    string
+	Version time.Time
+}
+
+// KeyWrite is a keyed op's record written by a commit.
+type KeyWrite struct {
+	Op        int
+	User, Key string
+	Record    Record
+	// Replace is the version of the expired record it replaces; zero: the
+	// record is created.
+	Replace time.Time
+}
+
+// Empty reports whether the plan writes nothing: every pending op answers
+// without a commit.
+func (p Plan) Empty() bool {
+	return !p.WriteShard && len(p.Joins) == 0 && len(p.Leaves) == 0 && len(p.Records) == 0
+}
+
+// Plan returns the commit of the pending ops, at now, over the members of
+// a unique counter as read (members has every user of Users):
+//
+//   - a plain counter's deltas add up on its shard (RefuseBeyond has
+//     refused those past the bound);
+//   - a unique counter's ops add (+1) or remove (−1) their user, in
+//     arrival order; the commit creates or deletes each member document
+//     whose state changes, and adds ±1 to the shard for each, so the count
+//     is always the number of members; an op that changes nothing writes
+//     nothing;
+//   - each key's record is written with its op's outcome, so a retry
+//     replays it;
+//   - the first use of a counter of a kind creates it, unless the plan
+//     changes nothing and answers no keyed op as a change: an unlike of a
+//     counter nobody used creates nothing, not even its key's record (a
+//     retry finds the same nothing). A like and an unlike of one user in
+//     one batch change nothing in total, but each answers changed: their
+//     records, and the counter, are written.
+func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
+	p := Plan{outcome: map[int]Result{}}
+	if b.Counter.Unique {
+		p.playMembers(b, members)
+	} else {
+		for _, i := range b.pending {
+			p.Net += b.ops[i].Delta
+			p.outcome[i] = Result{Delta: b.ops[i].Delta, Shard: b.Shard}
+		}
+		p.WriteShard = true
+	}
+	if b.Creates() && p.Empty() && !p.changesAKeyed(b) {
+		return p
+	}
+	expire := now.Add(KeyTTL)
+	for _, i := range b.pending {
+		op := b.ops[i]
+		if op.Key == "" {
+			continue
+		}
+		o := p.outcome[i]
+		p.Records = append(p.Records, KeyWrite{Op: i, User: op.User, Key: op.Key, Replace: b.replace[i],
+			Record: Record{Delta: op.Delta, Shard: o.Shard, Member: o.Member, Changed: o.Changed, ExpireAt: expire}})
+	}
+	p.Creates = b.Creates() && !p.Empty()
+	return p
+}
+
+// playMembers plays a unique counter's pending ops in arrival order over
+// the members read, and sets each op's outcome and the plan's changes.
+func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
+	state := map[string]bool{}
+	for _, u := range b.Users() {
+		state[u] = read[u].Member
+	}
+	var changed []int
+	for _, i := range b.pending {
+		op := b.ops[i]
+		r := Result{Delta: op.Delta, Shard: -1}
+		if in := op.Delta > 0; in != state[op.User] {
+			state[op.User] = in
+			r.Changed = true
+			changed = append(changed, i)
+			p.Net += net(op.Delta)
+		}
+		r.Member = state[op.User]
+		p.outcome[i] = r
+	}
+	p.WriteShard = p.Net != 0
+	if p.WriteShard {
+		for _, i := range changed {
+			r := p.outcome[i]
+			r.Shard = b.Shard
+			p.outcome[i] = r
+		}
+	}
+	for _, u := range sortedUsers(state) {
+		switch m := read[u]; {
+		case state[u] && !m.Member:
+			p.Joins = append(p.Joins, u)
+		case !state[u] && m.Member:
+			p.Leaves = append(p.Leaves, Leave{User: u, Version: m.Version})
+		}
+	}
+}
+
+// changesAKeyed reports whether a pending op with a key changes
+// something (its record must be written, for a retry to replay it).
+func (p Plan) changesAKeyed(b *Batch) bool {
+	return slices.ContainsFunc(b.pending, func(i int) bool { return b.ops[i].Key != "" && p.outcome[i].Changed })
+}
+
+// Committed settles the pending ops with the outcomes of p, whose commit
+// landed (or, for an empty plan, was not needed).
+func (b *Batch) Committed(p Plan) {
+	for _, i := range b.pending {
+		b.results[i] = p.outcome[i]
+	}
+	b.pending = nil
+}
+
+// Raced settles what it can after a commit of the pending ops lost a race
+// (a key's record, or a member, changed since it was read, or the counter
+// was created), from the records of the keyed ops read again (by op; nil
+// or absent: no record). A live record answers its op (a replay, or a
+// conflict with another delta), an expired one is to be replaced, and the
+// rest stay pending: the next plan reads the members again. It reports
+// whether ops are left to commit.
+func (b *Batch) Raced(records map[int]*Record, now time.Time) bool {
+	settled := map[int]bool{}
+	for _, i := range b.Keyed() {
+		prev := records[i]
+		switch {
+		case prev == nil:
+			delete(b.replace, i) // expired and deleted in between: create it
+		case prev.ExpireAt.Before(now):
+			// Firestore's TTL deletes within a day of expiry; until then an
+			// expired key is treated as new, replacing the exact version read.
+			b.replace[i] = prev.Version
+		case prev.Delta != b.ops[i].Delta:
+			settled[i] = true
+			b.results[i].Err = keyConflict(b.Counter.ID, prev.Delta)
+		default:
+			settled[i] = true
+			b.results[i] = Result{Delta: prev.Delta, Shard: prev.Shard, Replayed: true, Member: prev.Member, Changed: prev.Changed}
+		}
+	}
+	b.pending = slices.DeleteFunc(b.pending, func(i int) bool { return settled[i] })
+	return len(b.pending) > 0
+}

@@ -1,0 +1,76 @@
+package counterstore
+
+import (
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/errs"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+)
+
+// decode reads a counter document, refusing one the functions cannot have
+// written (DATA_LOSS): everything downstream trusts it.
+func decode(pd *pb.Document) (counter.Counter, error) {
+	d := fs.DocOf(pd)
+	r := d.Map(dm.FieldReshard)
+	c := counter.Counter{
+		ID: d.ID, NumShards: int(d.Int(dm.FieldNumShards)), Count: d.Int(dm.FieldCount), AsOf: d.Time(dm.FieldAsOf), Version: d.Updated,
+		Sums:      counter.Sums{Count: d.Int(dm.FieldCount), Commits: d.Int(dm.FieldShardCommits), Slow: d.Int(dm.FieldSlowCommits)},
+		WriteRate: d.Float(dm.FieldWriteRate), ActivityAsOf: d.Time(dm.FieldActivityAsOf),
+		Reshard: counter.Reshard{From: int(r.Int("from")), To: int(r.Int("to")), At: r.Time("at"),
+			MergeUntil: r.Time("merge_until"), MergedAt: r.Time("merged_at"), Reason: r.Str("reason")},
+		Owner: d.Str(dm.FieldOwner), Unique: d.Bool(dm.FieldUnique), CreatedAt: d.Time(dm.FieldCreatedAt),
+		Origin: counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
+		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
+	}
+	if err := d.Err(r); err != nil {
+		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", d.ID)
+	}
+	if c.Origin == "" {
+		// Before origins, a counter without an owner was an admin's, and
+		// only an admin's counters are ranked unless an admin says so.
+		c.Legacy, c.Origin = true, counter.ByUser
+		if c.Owner == "" {
+			c.Origin = counter.ByAdmin
+		}
+		c.Ranked = c.Origin == counter.ByAdmin
+	}
+	if c.NumShards < counter.MinShards || c.NumShards > counter.MaxShards {
+		return counter.Counter{}, errs.New(errs.DataLoss, "counter %q has num_shards %d, not %d to %d: its document was written outside the functions",
+			d.ID, c.NumShards, counter.MinShards, counter.MaxShards)
+	}
+	return c, nil
+}
+
+// fields are a new counter's document: c's settings, count 0.
+func fields(c counter.Counter) map[string]*pb.Value {
+	fields := map[string]*pb.Value{
+		dm.FieldNumShards: fs.IntValue(int64(c.NumShards)),
+		dm.FieldCount:     fs.IntValue(0),
+		dm.FieldRollups:   fs.IntValue(0),
+		dm.FieldOwner:     fs.StringValue(c.Owner),
+		dm.FieldUnique:    fs.BoolValue(c.Unique),
+		dm.FieldOrigin:    fs.StringValue(string(c.Origin)),
+		dm.FieldRanked:    fs.BoolValue(c.Ranked),
+	}
+	if c.Kind != "" {
+		fields[dm.FieldKind] = fs.StringValue(c.Kind)
+	}
+	return fields
+}
+
+// ReshardValue is the reshard field of a counter document.
+func ReshardValue(r counter.Reshard) *pb.Value {
+	fields := map[string]*pb.Value{
+		"from": fs.IntValue(int64(r.From)), "to": fs.IntValue(int64(r.To)),
+		"at": fs.TimeValue(r.At), "reason": fs.StringValue(r.Reason),
+	}
+	if !r.MergeUntil.IsZero() {
+		fields["merge_until"] = fs.TimeValue(r.MergeUntil)
+	}
+	if !r.MergedAt.IsZero() {
+		fields["merged_at"] = fs.TimeValue(r.MergedAt)
+	}
+	return fs.MapValue(fields)
+}

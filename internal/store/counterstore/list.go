@@ -1,0 +1,151 @@
+package counterstore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// List returns up to limit live counters after the id after, in id order:
+// those of owner, or every counter when all is set. The last id read is
+// the next page's after ("" when there is no next page): tombstones are
+// skipped, so a page may hold fewer than limit.
+func (s *Store) List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error) {
+	docs, err := s.db.Query(ctx, s.ListQuery(owner, all, after, limit))
+	if err != nil {
+		return nil, "", fs.Classify(err, "list counters")
+	}
+	var out []counter.Counter
+	for _, d := range docs {
+		c, err := decode(d)
+		if err != nil || c.IsDeleted() {
+			continue // a corrupt document is DATA_LOSS for its own requests
+		}
+		out = append(out, c)
+	}
+	next := ""
+	if len(docs) == limit {
+		next = fs.DocOf(docs[len(docs)-1]).ID
+	}
+	return out, next, nil
+}
+
+// ListQuery is List's query, for the index check.
+func (s *Store) ListQuery(owner string, all bool, after string, limit int) firestore.Query {
+	q := s.db.Collection(dm.Counters).Query
+	if !all {
+		q = q.Where(dm.FieldOwner, "==", owner)
+	}
+	q = q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	return q
+}
+
+// SetRanked says whether rankings show counter id, at once: on its
+// document, and on its buckets of the windows rankings look at now (the
+// current and the previous ones); later buckets take it from the roll-up.
+func (s *Store) SetRanked(ctx context.Context, id string, ranked bool) error {
+	now := s.Now()
+	var names []string
+	for _, g := range windows.All {
+		for _, previous := range []bool{false, true} {
+			names = append(names, s.name(dm.Bucket(id, g, windows.Window(g, now, previous))))
+		}
+	}
+	flag := map[string]*pb.Value{dm.FieldRanked: fs.BoolValue(ranked)}
+	c, resp, err := s.Update(ctx, id, false, "rank counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
+		buckets, _, err := s.db.GetAll(ctx, names, time.Time{})
+		if err != nil {
+			return nil, fs.Classify(err, "read the buckets of "+id)
+		}
+		writes := []*pb.Write{fs.UpdateWrite(s.name(dm.Counter(id)), flag, []string{dm.FieldRanked}, c.Version)}
+		for _, b := range buckets {
+			if b != nil {
+				writes = append(writes, fs.UpdateWrite(b.GetName(), flag, []string{dm.FieldRanked}, b.GetUpdateTime().AsTime()))
+			}
+		}
+		return writes, nil
+	})
+	if err != nil {
+		return err
+	}
+	c.Ranked, c.Version = ranked, fs.VersionOf(resp, 0)
+	s.Remember(c, now)
+	return nil
+}
+
+// IsMember reports whether uid is a member of unique counter id.
+func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, error) {
+	if counter.ValidateMemberID(uid) != nil {
+		return false, nil
+	}
+	d, err := s.db.Get(ctx, s.name(dm.Member(id, uid)))
+	if err != nil {
+		return false, fs.Classify(err, "read a member of "+id)
+	}
+	return d != nil, nil
+}
+
+// MemberCount returns how many members unique counter id had at read time
+// at: one COUNT aggregation (one billed read per 1,000 members).
+func (s *Store) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
+	n, _, err := s.db.Count(ctx, dm.UnderCounter(id, dm.Members), at)
+	return n, fs.Classify(err, "count the members of "+id)
+}
+
+// LikedByQuery is the collection-group query of a user's member documents,
+// newest first: the unique counters (posts) uid likes. Clients run it
+// themselves (the rules let a user list their own); the index is declared.
+func (s *Store) LikedByQuery(uid string, limit int) firestore.Query {
+	return s.db.CollectionGroup(dm.Members).Where(dm.FieldUID, "==", uid).
+		OrderBy(dm.FieldJoinedAt, firestore.Desc).Limit(limit)
+}
+
+// MembersQuery is Members' query: a page of counter id's members after the
+// uid after, in uid order.
+func (s *Store) MembersQuery(id, after string, limit int) firestore.Query {
+	q := s.db.Collection(dm.UnderCounter(id, dm.Members)).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	return q
+}
+
+// Members returns up to limit members of unique counter id after the uid
+// after, in uid order, and the uid to start the next page after ("" when
+// there is none).
+func (s *Store) Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error) {
+	docs, err := s.db.Query(ctx, s.MembersQuery(id, after, limit))
+	if err != nil {
+		return nil, "", fs.Classify(err, "list the members of "+id)
+	}
+	out := make([]counter.Member, len(docs))
+	for i, pd := range docs {
+		d := fs.DocOf(pd)
+		out[i] = counter.Member{UID: d.ID, JoinedAt: d.Time(dm.FieldJoinedAt)}
+	}
+	next := ""
+	if len(docs) == limit {
+		next = out[len(out)-1].UID
+	}
+	return out, next, nil
+}
+
+// AppDocumentExists reads a document of the app's, at path, now: whether
+// it exists (a kind's keys_in).
+func (s *Store) AppDocumentExists(ctx context.Context, path string) (bool, error) {
+	doc, err := s.db.Get(ctx, s.name(path))
+	if err != nil {
+		return false, fs.Classify(err, "read "+path)
+	}
+	return doc != nil, nil
+}

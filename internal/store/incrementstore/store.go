@@ -1,0 +1,256 @@
+// Package incrementstore commits increments and likes to the shards of
+// counters: it runs the rules of internal/increment against Firestore,
+// reading what each commit depends on (the members of a unique counter's
+// users, a plain counter's value near its bound, the records of keys that
+// raced), committing the plan with its preconditions, and telling the
+// rules how it went. It also resets counters, the other write that adds
+// to a shard.
+package incrementstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/errs"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+)
+
+// Options configure a Store.
+type Options struct {
+	// ShardCountCache is how long a known value of a counter (see
+	// bound.go) is used before the shards are summed again.
+	ShardCountCache time.Duration
+	// SlowCommit marks a commit as contended (AUTO_SHARDING_SLOW_COMMIT).
+	SlowCommit time.Duration
+	// ActivityEvery is how often an instance marks a counter it writes in
+	// the activity index (internal/activity).
+	ActivityEvery time.Duration
+}
+
+// Store applies increments and likes to counters, and what one instance
+// remembers to do so cheaply.
+type Store struct {
+	db       *fs.DB
+	counters *counterstore.Store
+	opts     Options
+
+	known     *lru.Cache[string, knownValue] // see bound.go
+	contended *lru.Cache[string, bool]       // the last commit of the counter was slow or refused
+	marked    *lru.Cache[string, time.Time]  // when this instance last marked a counter active
+}
+
+// maxRemembered bounds the counters one instance remembers anything of;
+// the least recently used are forgotten first.
+const maxRemembered = 100_000
+
+// New returns the store on db, whose counters are read with counters.
+func New(db *fs.DB, counters *counterstore.Store, opts Options) *Store {
+	known, _ := lru.New[string, knownValue](maxRemembered) // size > 0 never fails
+	contended, _ := lru.New[string, bool](maxRemembered)
+	marked, _ := lru.New[string, time.Time](maxRemembered)
+	return &Store{db: db, counters: counters, opts: opts, known: known, contended: contended, marked: marked}
+}
+
+// MaxReadsPerOp bounds the reads one op's share of an Apply comes to: per
+// commit, the members or keys of its ops (one each) and a SUM (near a
+// plain counter's bound, the guard too, and one more SUM once: a plain
+// counter's group is never split, so its commits stay far below), for at
+// most firestoredb.MaxAttempts commits of its group and two more at each
+// halving of a batch of at most 500.
+const MaxReadsPerOp = 3 * (fs.MaxAttempts + 2*9)
+
+// Apply commits ops to counter id, in one commit when it can, and returns
+// one result per op, as internal/increment's rules say. The counter is
+// the one the ops were authorized on, read again only when that read is
+// older than SHARD_COUNT_CACHE.
+//
+// A lost race with another instance (a key or a member written since it
+// was read) re-reads and commits again; on a unique counter, a second
+// loss splits the ops in two halves by user. Every result is applied
+// exactly once or is an error; an UNAVAILABLE error may hide a commit that
+// was applied after all (its answer was lost), which a retry with the same
+// key settles.
+func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []increment.Result {
+	ctx, reads := ledger.New(ctx, true)
+	defer func() {
+		// The commits read for every op in them: each op's request books
+		// its share.
+		share := (int(reads.Reads()) + len(ops) - 1) / len(ops)
+		for _, op := range ops {
+			op.Ledger.Book(share)
+		}
+	}()
+	c, err := s.counterOf(ctx, id, ops)
+	if err != nil {
+		results := make([]increment.Result, len(ops))
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
+	b := increment.New(c, s.counters.IntN(id, c.NumShards), ops)
+	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", id)
+	for b.Next() {
+		err := fs.Retry(what, func(try int) (bool, error) {
+			raced, err := s.commit(ctx, b)
+			if raced && try >= 2 && b.SplitByUser() {
+				return false, nil
+			}
+			return raced, err
+		})
+		if err != nil {
+			b.Fail(err)
+		}
+	}
+	return b.Results()
+}
+
+// counterOf is the counter the ops are committed to: the latest version
+// their callers read, while fresh; else read again (from this instance's
+// cache, which another request may have refreshed).
+func (s *Store) counterOf(ctx context.Context, id string, ops []increment.Op) (counter.Counter, error) {
+	var latest *increment.Op
+	for i := range ops {
+		if op := &ops[i]; op.Counter.ID != "" && (latest == nil || op.Counter.Version.After(latest.Counter.Version)) {
+			latest = op
+		}
+	}
+	if latest != nil && s.counters.Now().Before(latest.Fresh) {
+		return latest.Counter, nil
+	}
+	c, _, err := s.counters.LiveOrNewCached(ctx, id)
+	return c, err
+}
+
+// commit makes one attempt at committing the pending ops, and reports
+// whether it lost a race with ops still pending; every other outcome
+// settles them, or is an error for them.
+func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
+	id := b.Counter.ID
+	var members map[string]increment.Membership
+	var guard *time.Time
+	var err error
+	if b.Counter.Unique {
+		members, err = s.readMembers(ctx, b)
+	} else {
+		guard, err = s.checkBound(ctx, b)
+	}
+	if err != nil || len(b.Pending()) == 0 {
+		return false, err
+	}
+	plan := b.Plan(members, s.counters.Now())
+	if plan.Empty() {
+		b.Committed(plan) // nothing changes: every op is a no-op without a key
+		return false, nil
+	}
+	writes, marks := s.writes(b, plan, guard, trace.SpanContextFromContext(ctx))
+	start := s.counters.Now()
+	resp, err := s.db.Commit(ctx, writes...)
+	if plan.Net != 0 || !b.Counter.Unique {
+		s.noteContention(id, s.counters.Now().Sub(start), err)
+	}
+	switch fs.Code(err) {
+	case codes.OK:
+		if plan.Creates {
+			// Known from when the commit was sent: its key for the marker.
+			b.Counter = s.counters.FirstUsed(b.Counter, resp, len(writes)-1, start)
+		}
+		if marks {
+			s.noteMarked(b.Counter, start)
+		}
+		return false, s.settle(b, plan, resp)
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+		// A key's record, or a member, changed since it was read, or the
+		// counter was created.
+		if err := s.reread(ctx, b); err != nil {
+			return false, err
+		}
+		records, err := s.readRecords(ctx, b)
+		if err != nil {
+			return false, err
+		}
+		return b.Raced(records, s.counters.Now()), nil
+	}
+	return false, fs.Classify(err, "increment "+id)
+}
+
+// writes is the commit of plan: the shard's change, each member document
+// created or deleted, each key's record, then the activity marker when
+// this instance has not marked the counter lately, the bound's guard, and
+// the counter's creation (last). marks reports whether it marks.
+func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, span trace.SpanContext) (writes []*pb.Write, marks bool) {
+	id := b.Counter.ID
+	if plan.WriteShard {
+		change := counterstore.ShardChange{Count: plan.Net, Commits: 1}
+		if contended, _ := s.contended.Get(id); contended {
+			change.Slow = 1
+		}
+		writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
+	}
+	for _, u := range plan.Joins {
+		// uid and counter_id: a user's likes are one collection-group
+		// query (members where uid == me).
+		w := fs.CreateWrite(s.db.Name(dm.Member(id, u)), map[string]*pb.Value{dm.FieldUID: fs.StringValue(u), dm.FieldCounterID: fs.StringValue(id)})
+		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldJoinedAt)}
+		writes = append(writes, w)
+	}
+	for _, l := range plan.Leaves {
+		writes = append(writes, fs.DeleteWrite(s.db.Name(dm.Member(id, l.User)), l.Version))
+	}
+	for _, k := range plan.Records {
+		writes = append(writes, s.recordWrite(b.Counter, k))
+	}
+	if marks = s.markDue(b.Counter); marks {
+		writes = append(writes, s.counters.ActivityWrite(id, time.Time{}))
+	}
+	if guard != nil {
+		writes = append(writes, s.guardWrite(id, *guard))
+	}
+	if plan.Creates {
+		writes = append(writes, s.counters.FirstUseWrite(b.Counter))
+	}
+	return writes, marks
+}
+
+// settle records the outcome of plan's commit. A shard that Firestore's
+// increment left at int64's limit lost part of a delta, written outside
+// the functions: DATA_LOSS, never a success.
+func (s *Store) settle(b *increment.Batch, plan increment.Plan, resp *pb.CommitResponse) error {
+	if plan.WriteShard {
+		v, ok := fs.TransformResult(resp.GetWriteResults()[0], dm.FieldCount, counterstore.ShardFields)
+		if ok && !b.Counter.Unique {
+			s.noteKnown(b.Counter.ID, plan.Net, v)
+		}
+		if ok && counter.Saturated(v) {
+			return errs.New(errs.DataLoss, "shard %d of counter %q reached int64's limit, so part of this increment may be lost: its shards were written outside the functions", b.Shard, b.Counter.ID)
+		}
+	}
+	b.Committed(plan)
+	return nil
+}
+
+// noteContention remembers whether the last commit of counter id was slow
+// or refused for contention, so the next commit records it on its shard.
+func (s *Store) noteContention(id string, took time.Duration, err error) {
+	slow := took > s.opts.SlowCommit && s.opts.SlowCommit > 0
+	switch fs.Code(err) {
+	case codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded:
+		slow = true
+	}
+	if slow {
+		s.contended.Add(id, true)
+	} else if err == nil {
+		s.contended.Remove(id)
+	}
+}

@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/shardcount/internal/activity"
+	"github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/indexcheck"
+	. "github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/shardedts"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/instrumentstore"
+	"github.com/shardcount/shardcount/internal/store/rollupstore"
+	"github.com/shardcount/shardcount/internal/store/windowstore"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// TestIndexesServeEveryQuery builds every query the functions can run,
+// with the code that runs them, and checks that firestore.indexes.json (or
+// a single-field index) serves each one and that the file holds no index
+// that none uses. The emulator runs queries without indexes, so nothing
+// else would notice a missing one before production rejects the query.
+func TestIndexesServeEveryQuery(t *testing.T) {
+	t.Parallel()
+	file, err := indexcheck.Load("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testenv.DB(t, testenv.NewProjectID("index"))
+	used := map[int]bool{}
+	counters := counterstore.New(db, counterstore.Options{})
+	rollups, windowStore := rollupstore.New(db, counters, nil), windowstore.New(db)
+	now := time.Now()
+	for name, q := range map[string]firestore.Query{
+		"list one owner's":     counters.ListQuery("uid", false, "", 20),
+		"list one owner's, on": counters.ListQuery("uid", false, "post-1", 20),
+		"list all":             counters.ListQuery("", true, "post-1", 20),
+		"sweep":                rollups.SweepQuery("post-1", 300),
+		"history":              windowStore.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
+		"top of a window":      windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "", windowstore.ByCount),
+		"top by total":         windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
+		"top of a kind":        windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
+		"top of a kind, total": windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
+		"top by gross":         windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
+		"top of a kind, gross": windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
+		"a rolling window":     windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
+		"a user's likes":       counters.LikedByQuery("u1", 20),
+		"a counter's members":  counters.MembersQuery("likes:p1", "u1", 20),
+		"markers, first":       rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
+		"markers, after":       rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
+	} {
+		shape, err := indexcheck.ShapeOf(q)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if i := file.Serving(shape); i >= 0 {
+			used[i] = true
+		} else if !file.SingleField(shape) {
+			t.Errorf("%s: no index serves %s", name, shape)
+		}
+	}
+	for _, shards := range []int{1, 3, 30, 64, 1000} {
+		s := instrumentstore.New(db, shards, []byte("secret"))
+		for _, field := range QueryFields {
+			// A real token for the second page, to plan a query with a cursor.
+			batch := make([]Instrument, 2)
+			for i := range batch {
+				batch[i] = Instrument{Symbol: "S", Price: Price{Currency: "CUR", Micros: 1}, Exchange: "X", InstrumentType: "T",
+					Timestamp: time.Now().UTC().Add(time.Duration(i) * time.Second)}
+			}
+			if _, err := s.Record(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+			value := map[string]string{"instrumentType": "T", "exchange": "X", "price.currency": "CUR"}[field]
+			_, token, err := s.Query(context.Background(), field, value, 1, "")
+			if err != nil || token == "" {
+				t.Fatalf("first page: token %q, err %v", token, err)
+			}
+			for _, tok := range []string{"", token} {
+				queries, err := s.Collection().Plan(shardedts.Filter{Field: field, Value: value}, 7, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := (shards + shardedts.MaxIn - 1) / shardedts.MaxIn; len(queries) != want {
+					t.Errorf("%d shards: %d queries, want %d", shards, len(queries), want)
+				}
+				for _, q := range queries {
+					shape, err := indexcheck.ShapeOf(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					i := file.Serving(shape)
+					if i < 0 {
+						t.Errorf("no index in firestore.indexes.json serves %s", shape)
+						continue
+					}
+					used[i] = true
+				}
+			}
+		}
+	}
+	for i, ix := range file.Indexes {
+		if !used[i] {
+			t.Errorf("index %d (%s %v) serves no query of the code", i, ix.CollectionGroup, ix.Fields)
+		}
+	}
+}
+
+// TestShardAndTimestampAreNotSingleFieldIndexed checks the exemptions of
+// the sharded-timestamps example: a monotonically increasing timestamp indexed on its own would
+// cap the collection at ~500 writes/s, whatever the shards.
+func TestShardAndTimestampAreNotSingleFieldIndexed(t *testing.T) {
+	file, err := indexcheck.Load("../../firestore.indexes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{shardedts.TimeField, shardedts.ShardField} {
+		found := false
+		for _, o := range file.FieldOverrides {
+			if o.CollectionGroup == datamodel.Instruments && o.FieldPath == field {
+				found = true
+				if len(o.Indexes) != 0 {
+					t.Errorf("%s.%s keeps single-field indexes %v", datamodel.Instruments, field, o.Indexes)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no field override disables the single-field indexes of %s.%s", datamodel.Instruments, field)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package rollupstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// WriteRollup is the roll-up's one write path, for the roll-up and
+// reconcile alike: in one commit, the counter document's roll-up (count,
+// rollup_as_of, the shard sums, the write rate; with Reshard the shard
+// count too) if the document is still at r.Next.Version, r.Change added to
+// the counter's minute, hour and day buckets of r.Next.AsOf (when windows
+// are on), and r.Correct added to a shard. The precondition makes each
+// bucket take each change exactly once, however often events are
+// delivered. It returns the document's new version; ok is false if the
+// document changed or is gone.
+func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, bool, error) {
+	c := r.Next
+	fields := map[string]*pb.Value{
+		dm.FieldCount:        fs.IntValue(c.Count),
+		dm.FieldAsOf:         fs.TimeValue(c.AsOf),
+		dm.FieldShardCommits: fs.IntValue(c.Sums.Commits),
+		dm.FieldSlowCommits:  fs.IntValue(c.Sums.Slow),
+		dm.FieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
+	}
+	if c.Legacy {
+		fields[dm.FieldOrigin], fields[dm.FieldRanked] = fs.StringValue(string(c.Origin)), fs.BoolValue(c.Ranked)
+	}
+	if r.Reshard {
+		fields[dm.FieldNumShards] = fs.IntValue(int64(c.NumShards))
+		fields[dm.FieldReshard] = counterstore.ReshardValue(c.Reshard)
+	}
+	// activity_as_of is in the mask always: without automatic sharding it
+	// is deleted, so a later switch to on starts from a new baseline.
+	mask := slices.Sorted(maps.Keys(fields))
+	mask = append(mask, dm.FieldActivityAsOf)
+	if !c.ActivityAsOf.IsZero() {
+		fields[dm.FieldActivityAsOf] = fs.TimeValue(c.ActivityAsOf)
+	}
+	w := fs.UpdateWrite(s.db.Name(dm.Counter(c.ID)), fields, mask, c.Version)
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: dm.FieldRollups,
+		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: fs.IntValue(1)}}}
+	writes := []*pb.Write{w}
+	if r.Change != 0 && s.windows != nil {
+		writes = append(writes, s.windowWrites(c, r.Change)...)
+	}
+	if r.Correct != 0 {
+		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
+	}
+	sent := s.counters.Now() // the cache's life starts with the commit, not its answer
+	resp, err := s.db.Commit(ctx, writes...)
+	switch fs.Code(err) {
+	case codes.OK:
+		if r.Reshard {
+			s.counters.Remember(c, sent)
+		}
+		return resp.GetWriteResults()[0].GetUpdateTime().AsTime(), true, nil
+	case codes.FailedPrecondition, codes.NotFound:
+		return time.Time{}, false, nil
+	}
+	return time.Time{}, false, fs.Classify(err, "write the roll-up of "+c.ID)
+}
+
+// windowWrites adds change to counter c's bucket of each granularity
+// holding c.AsOf, creating it when missing; each bucket also says whether
+// rankings may show it, as its counter does now.
+func (s *Store) windowWrites(c counter.Counter, change int64) []*pb.Write {
+	var writes []*pb.Write
+	for _, g := range windows.All {
+		start := g.Start(c.AsOf)
+		fields := map[string]*pb.Value{
+			dm.FieldCounterID:   fs.StringValue(c.ID),
+			dm.FieldGranularity: fs.StringValue(string(g)),
+			dm.FieldStart:       fs.TimeValue(start),
+			dm.FieldExpireAt:    fs.TimeValue(s.windows.ExpireAt(g, start)),
+			dm.FieldRanked:      fs.BoolValue(c.Ranked),
+		}
+		if c.Kind != "" {
+			fields[dm.FieldKind] = fs.StringValue(c.Kind)
+		}
+		// gross: what the roll-ups that added brought, a bound on any part
+		// of the bucket's count (rolling windows rank by it).
+		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), map[string]int64{dm.FieldCount: change, dm.FieldGross: max(change, 0)})
+		w.GetUpdate().Fields = fields
+		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
+		writes = append(writes, w)
+	}
+	return writes
+}

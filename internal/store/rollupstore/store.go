@@ -1,0 +1,71 @@
+// Package rollupstore keeps what the roll-up and reconcile read and
+// write (rollup.Store): the counter document's roll-up and the window
+// buckets it adds to, in one commit; the shards' sums; roll-up slots; the
+// activity index reconcile visits; and reconcile's cursor.
+package rollupstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Store is the roll-up's and reconcile's data of one database.
+type Store struct {
+	db       *fs.DB
+	counters *counterstore.Store
+	// windows keeps the roll-up's changes in minute, hour and day buckets
+	// for so long; nil turns them off (WINDOWS=off).
+	windows windows.Retention
+}
+
+// New returns the store on db, whose counters are those of counters.
+func New(db *fs.DB, counters *counterstore.Store, retention windows.Retention) *Store {
+	return &Store{db: db, counters: counters, windows: retention}
+}
+
+// Read reads the counter document now; NOT_FOUND if the counter does not
+// exist or is deleted.
+func (s *Store) Read(ctx context.Context, id string) (counter.Counter, error) {
+	return s.counters.Live(ctx, id)
+}
+
+// Sum returns the exact value of a counter now, a SUM over its shards,
+// with the snapshot's read time.
+func (s *Store) Sum(ctx context.Context, id string) (int64, time.Time, error) {
+	return s.counters.Sum(ctx, id, time.Time{})
+}
+
+// MemberCount returns how many members unique counter id had at read time
+// at.
+func (s *Store) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
+	return s.counters.MemberCount(ctx, id, at)
+}
+
+// MergeShards moves shards to..from-1 of counter id into shards k mod to:
+// the last merge of a shrink.
+func (s *Store) MergeShards(ctx context.Context, id string, to, from int) (int, error) {
+	return s.counters.MergeShards(ctx, id, to, from)
+}
+
+// Purge goes on deleting what is under deleted counter id.
+func (s *Store) Purge(ctx context.Context, id string) (bool, error) {
+	return s.counters.Purge(ctx, id)
+}
+
+// Activity returns the commits made to a counter's shards, and how many of
+// them followed a slow or refused commit: evidence for automatic sharding.
+// Every increment writes both fields (shardWrite), so the shards it counts
+// are the shards written since it existed.
+func (s *Store) Activity(ctx context.Context, id string) (commits, slow int64, err error) {
+	v, _, err := s.db.Sum(ctx, dm.UnderCounter(id, dm.Shards), time.Time{}, dm.FieldCommits, dm.FieldSlow)
+	if err != nil {
+		return 0, 0, fs.Classify(err, "sum the shard activity of "+id)
+	}
+	return v[0], v[1], nil
+}

@@ -1,0 +1,113 @@
+package windowstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/store/windowstore"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// TestRollingTopIsTheBruteForceRanking writes the minute and hour buckets
+// a roll-up would write for counters that gain and lose (unlikes are
+// negative changes) over two hours, and checks the rolling window's
+// ranking against a sum of every counter's minutes in the window,
+// whenever it says it is exact, for many limits and seeds.
+func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t, testenv.NewProjectID("rolling"))
+	store := windowstore.New(db)
+	fs := testenv.Firestore(t, db.ProjectID())
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 10, 25, 30, 0, time.UTC)
+	r := windows.LastHour
+	from := r.From(now)
+	exactRounds := 0
+	for seed := range 4 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		kind := fmt.Sprintf("k%d", seed)
+		truth := map[string]int64{}
+		batch := fs.BulkWriter(ctx)
+		for c := range 40 {
+			id := fmt.Sprintf("%s:c%d", kind, c)
+			hours := map[time.Time][2]int64{} // count, gross
+			for m := range 120 {
+				start := windows.Minute.Start(now).Add(-time.Duration(m) * time.Minute)
+				if rng.IntN(3) != 0 {
+					continue
+				}
+				change := int64(rng.IntN(20) - 6)
+				if c < 3 {
+					// Liked in the window's part of the previous hour, and as
+					// much unliked before it: nothing this hour, a previous
+					// hour that counts little, yet the window's top.
+					switch {
+					case !start.Before(windows.Hour.Start(now)):
+						continue
+					case start.Before(from):
+						change = -20
+					default:
+						change = 15
+					}
+				}
+				put(fs, batch, id, kind, windows.Minute, start, change, max(change, 0))
+				if !start.Before(from) {
+					truth[id] += change
+				}
+				h := windows.Hour.Start(start)
+				hc := hours[h]
+				hours[h] = [2]int64{hc[0] + change, hc[1] + max(change, 0)}
+			}
+			for h, hc := range hours {
+				put(fs, batch, id, kind, windows.Hour, h, hc[0], hc[1])
+			}
+		}
+		batch.End()
+		var want []windows.Ranked
+		for id, n := range truth {
+			if n > 0 {
+				want = append(want, windows.Ranked{CounterID: id, Count: n})
+			}
+		}
+		slices.SortFunc(want, func(a, b windows.Ranked) int {
+			if a.Count != b.Count {
+				return int(b.Count - a.Count)
+			}
+			return strings.Compare(a.CounterID, b.CounterID)
+		})
+		for _, limit := range []int{1, 3, 10} {
+			for depth := limit; depth <= 40; depth *= 2 {
+				got, exact, err := store.RollingTop(ctx, r, now, depth, limit, kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !exact {
+					continue
+				}
+				exactRounds++
+				if w := want[:min(limit, len(want))]; !slices.Equal(got, w) {
+					t.Errorf("seed %d, limit %d, depth %d: exact %v, the window's sums rank %v", seed, limit, depth, got, w)
+				}
+				break
+			}
+		}
+	}
+	if exactRounds == 0 {
+		t.Error("no round was ever exact")
+	}
+}
+
+// put writes a window bucket as the roll-up writes it.
+func put(fs *firestore.Client, w *firestore.BulkWriter, id, kind string, g windows.Granularity, start time.Time, count, gross int64) {
+	w.Set(fs.Doc("counters/"+id+"/windows/"+windows.DocID(g, start)), map[string]any{
+		"counter_id": id, "granularity": string(g), "start": start, "count": count, "gross": gross, "ranked": true, "kind": kind,
+	})
+}

@@ -1,0 +1,107 @@
+// Package windowstore reads the roll-up's window buckets back: a
+// counter's history, and rankings of a window, of a rolling window, or by
+// total.
+package windowstore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Store reads the buckets of one database.
+type Store struct{ db *fs.DB }
+
+// New returns the store on db.
+func New(db *fs.DB) *Store { return &Store{db: db} }
+
+// HistoryQuery is History's query: counter id's buckets of g from first
+// to last.
+func (s *Store) HistoryQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
+	return s.db.Collection(dm.UnderCounter(id, dm.Windows)).
+		Where(dm.FieldGranularity, "==", string(g)).
+		Where(dm.FieldStart, ">=", first).Where(dm.FieldStart, "<=", last).
+		OrderBy(dm.FieldStart, firestore.Asc)
+}
+
+// History returns counter id's count in each bucket of g starting at
+// starts (consecutive, oldest first); a bucket never written counts 0.
+// It reads only the buckets that exist: one billed read each.
+func (s *Store) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	docs, err := s.db.Query(ctx, s.HistoryQuery(id, g, starts[0], starts[len(starts)-1]))
+	if err != nil {
+		return nil, fs.Classify(err, "read the history of "+id)
+	}
+	byStart := map[time.Time]int64{}
+	for _, pd := range docs {
+		d := fs.DocOf(pd)
+		byStart[d.Time(dm.FieldStart).UTC()] = d.Int(dm.FieldCount)
+	}
+	out := make([]int64, len(starts))
+	for i, st := range starts {
+		out[i] = byStart[st.UTC()]
+	}
+	return out, nil
+}
+
+// By is what a ranking of buckets orders by: the count, or the gross
+// (the sum of the bucket's roll-up changes that added, a bound on what any
+// part of it counted).
+type By string
+
+const (
+	ByCount By = dm.FieldCount
+	ByGross By = dm.FieldGross
+)
+
+// TopQuery is Top's query for a window (g, start), or over the counters'
+// totals when g is "": ranked counters only, of kind when not "", highest
+// by first.
+func (s *Store) TopQuery(g windows.Granularity, start time.Time, limit int, kind string, by By) firestore.Query {
+	if g == "" {
+		q := s.db.Collection(dm.Counters).Query
+		if kind != "" {
+			q = q.Where(dm.FieldKind, "==", kind)
+		}
+		return q.Where(dm.FieldRanked, "==", true).Where(dm.FieldCount, ">", 0).
+			OrderBy(dm.FieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	}
+	q := s.db.CollectionGroup(dm.Windows).Where(dm.FieldGranularity, "==", string(g)).Where(dm.FieldStart, "==", start)
+	if kind != "" {
+		q = q.Where(dm.FieldKind, "==", kind)
+	}
+	return q.Where(dm.FieldRanked, "==", true).Where(string(by), ">", 0).
+		OrderBy(string(by), firestore.Desc).OrderBy(dm.FieldCounterID, firestore.Asc).Limit(limit)
+}
+
+// Top returns the ranked counters (of kind, when not "") with the highest
+// positive count in the bucket of g starting at start, or by total when g
+// is "": one indexed query, ties broken by counter id.
+func (s *Store) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error) {
+	return s.top(ctx, g, start, limit, kind, ByCount)
+}
+
+func (s *Store) top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, by By) ([]windows.Ranked, error) {
+	docs, err := s.db.Query(ctx, s.TopQuery(g, start, limit, kind, by))
+	if err != nil {
+		return nil, fs.Classify(err, "rank counters")
+	}
+	out := make([]windows.Ranked, 0, len(docs))
+	for _, pd := range docs {
+		d := fs.DocOf(pd)
+		r := windows.Ranked{CounterID: d.ID, Count: d.Int(string(by))}
+		if g != "" {
+			r.CounterID = d.Str(dm.FieldCounterID)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
