@@ -20,9 +20,11 @@ func transform(doc *pb.Document, ts []*pb.DocumentTransform_FieldTransform, at t
 		var v *pb.Value
 		switch tt := t.GetTransformType().(type) {
 		case *pb.DocumentTransform_FieldTransform_SetToServerValue:
-			// The commit's time, to the millisecond, as the emulator sets
-			// it (the update times keep the microseconds).
-			v = &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: timestamppb.New(at.Truncate(time.Millisecond))}}
+			// The request's time, to the millisecond, as the emulator sets
+			// it: before the commit's, never equal to it (the update times
+			// keep the microseconds), so code that takes one for the other
+			// is caught.
+			v = &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: timestamppb.New(at.Add(-time.Millisecond).Truncate(time.Millisecond))}}
 		case *pb.DocumentTransform_FieldTransform_Increment:
 			old, _ := lookup(doc.GetFields(), t.GetFieldPath())
 			v = increment(old, tt.Increment)

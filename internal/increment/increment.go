@@ -132,9 +132,7 @@ func sameIncarnation(op, c counter.Counter) bool {
 		return true // not read by its caller (tests, tools): the batch's
 	}
 	created := !op.Version.IsZero() && !c.Version.IsZero()
-	// Firestore keeps microseconds: one copy may come from a commit's time.
-	sameCreation := op.CreatedAt.Truncate(time.Microsecond).Equal(c.CreatedAt.Truncate(time.Microsecond))
-	return op.Unique == c.Unique && op.Owner == c.Owner && (!created || sameCreation)
+	return op.Unique == c.Unique && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
 }
 
 // Next starts the next group of ops, and reports whether there is one.

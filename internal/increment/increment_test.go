@@ -260,12 +260,11 @@ func TestAnOpOfAnotherIncarnationIsRefused(t *testing.T) {
 	recreated.CreatedAt, recreated.Version = now, now
 	otherOwner := plain
 	otherOwner.Owner = "someone"
-	// The creation's commit time, in nanoseconds, where a read of the
-	// document has microseconds: the same counter.
-	fromCommit := plain
-	fromCommit.CreatedAt = plain.CreatedAt.Add(789 * time.Nanosecond)
+	// One read before it was created: its first use's.
+	notYet := plain
+	notYet.Version, notYet.CreatedAt = time.Time{}, time.Time{}
 	ops := []Op{{Delta: 1, Counter: plain}, {Delta: 1, Counter: recreated}, {Delta: 1, Counter: otherOwner}, {Delta: 1, Counter: counter.Counter{ID: "c"}},
-		{Delta: 1}, {Delta: 1, Counter: fromCommit}}
+		{Delta: 1}, {Delta: 1, Counter: notYet}}
 	_, results := run(New(plain, 0, ops), nil)
 	want := []string{"+1 shard 0 member false changed false", "UNAVAILABLE", "UNAVAILABLE", "+1 shard 0 member false changed false",
 		"+1 shard 0 member false changed false", "+1 shard 0 member false changed false"}

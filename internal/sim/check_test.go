@@ -245,6 +245,28 @@ func (w *world) checkQuiescence() {
 			w.checkExact(id, sum)
 		}
 	}
+	for _, o := range w.ops {
+		w.checkRefusedAsChanged(o)
+	}
+}
+
+// checkRefusedAsChanged: an increment refused because its counter changed
+// while it waited (another incarnation of its id: deleted and created
+// again) ran while the id was created again: its counter was read at most
+// a cache's lifetime before it started, and the flush that refused it ran
+// before it ended.
+func (w *world) checkRefusedAsChanged(o *op) {
+	if o.fn != "incrementCounter" || o.answer.Error == nil || !strings.Contains(o.answer.Error.Message, "changed while this increment waited") {
+		return
+	}
+	from := o.start.Add(-cacheFor)
+	again := w.creations(o.counter)
+	if len(again) > 0 {
+		again = again[1:] // the first creation replaced no other counter
+	}
+	if !slices.ContainsFunc(again, func(rec commitRec) bool { return !rec.when.Before(from) && !rec.when.After(o.end) }) {
+		w.problem("%s was refused as if its counter changed while it waited; its id was not created again then", o)
+	}
 }
 
 // checkPurged: a counter deleted and purged once no late write could land

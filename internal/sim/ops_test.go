@@ -49,7 +49,8 @@ type op struct {
 // answer is what a function answered, the fields the invariants read.
 type answer struct {
 	Error *struct {
-		Code string `json:"code"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
 	} `json:"error"`
 	Count    int64  `json:"count"`
 	AsOf     string `json:"as_of"`
@@ -360,6 +361,17 @@ func (w *world) randomSchedule() {
 			}
 		default:
 			w.at(t, func() { w.create(id, w.rng.IntN(2) == 0) })
+		}
+	}
+	if w.cfg.hot {
+		// A post whose likes and views pour in: increments every few
+		// milliseconds through every instance, while the counters cached
+		// at the start expire, so flushes mix ops read before and after.
+		// It straddles the end of the cached counters read at the start.
+		id := w.counters[w.rng.IntN(len(w.counters))]
+		from := start.Add(cacheFor - 500*time.Millisecond + time.Duration(w.rng.IntN(1000))*time.Millisecond)
+		for t := from; t.Before(from.Add(1500 * time.Millisecond)); t = t.Add(time.Duration(5+w.rng.IntN(15)) * time.Millisecond) {
+			w.at(t, func() { w.increment(id, w.pick()) })
 		}
 	}
 	if w.cfg.resetStorm && len(w.counters) > 1 {

@@ -13,12 +13,42 @@ import (
 
 var (
 	seedFlag    = flag.Uint64("seed", 0, "replay only this simulation seed")
-	simsFlag    = flag.Int("sims", 300, "random schedules TestSimulation runs (a long run: -sims 20000, docs/design/simulation.md)")
+	simsFlag    = flag.Int("sims", 0, "the fixed seeds TestSimulation runs, 1 to sims (default 300, 30 under -race; a long run: -sims 20000, docs/design/simulation.md)")
+	freshFlag   = flag.Int("fresh", -1, "fresh seeds TestSimulation runs beside the fixed ones, from a random base it prints (default 50, 5 under -race)")
 	summaryFlag = flag.Bool("summary", false, "one line per failing seed: its first problem")
 )
 
+// seeds are the schedules TestSimulation plays: the fixed seeds, which
+// every run replays, and fresh ones, which explore further (a failing
+// one is printed with its replay command, and belongs among the fixed
+// ones' regressions: a scripted schedule).
+func seeds(t *testing.T) []uint64 {
+	if *seedFlag != 0 {
+		return []uint64{*seedFlag}
+	}
+	fixed, fresh := 300, 50
+	if raceDetector {
+		fixed, fresh = 30, 5
+	}
+	if *simsFlag > 0 {
+		fixed = *simsFlag
+	}
+	if *freshFlag >= 0 {
+		fresh = *freshFlag
+	}
+	out := simsched.Seeds(0, fixed)
+	base := uint64(1_000_000) + rand.Uint64N(1<<40)
+	if fresh > 0 {
+		t.Logf("fresh seeds %d to %d", base, base+uint64(fresh)-1)
+	}
+	for i := range fresh {
+		out = append(out, base+uint64(i))
+	}
+	return out
+}
+
 func TestSimulation(t *testing.T) {
-	seeds := simsched.Seeds(*seedFlag, *simsFlag)
+	seeds := seeds(t)
 	failures, undecided := 0, 0
 	for _, seed := range seeds {
 		res := runSeed(t, seed, *seedFlag != 0)
@@ -86,7 +116,11 @@ func (w *world) run() []string {
 // TestSeedsReplay: a seed replays one schedule exactly, every call and
 // answer in the same order at the same virtual times.
 func TestSeedsReplay(t *testing.T) {
-	for seed := uint64(1); seed <= 100; seed++ {
+	n := uint64(100)
+	if raceDetector {
+		n = 10
+	}
+	for seed := uint64(1); seed <= n; seed++ {
 		a, b := runSeed(t, seed, true), runSeed(t, seed, true)
 		for i := range min(len(a.trace), len(b.trace)) {
 			if a.trace[i] != b.trace[i] {

@@ -57,6 +57,7 @@ type config struct {
 	nearBound  bool    // resets to values near ±(2^53 − 1)
 	contention bool    // one user's likes through every instance at once
 	resetStorm bool    // ten resets of one counter at once
+	hot        bool    // a hot counter: a hundred increments through every instance in 1.5 s
 	kinds      bool    // counters of kinds too, created by their first use
 	maxWait    time.Duration
 	skew       time.Duration     // Firestore's clock against the instances'
@@ -93,6 +94,7 @@ func randomConfig(r *rand.Rand) config {
 		nearBound:  r.IntN(4) == 0,
 		contention: r.IntN(4) == 0,
 		resetStorm: r.IntN(4) == 0,
+		hot:        r.IntN(3) == 0,
 		kinds:      r.IntN(2) == 0,
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,

@@ -54,10 +54,12 @@ func (s *Store) Create(ctx context.Context, c counter.Counter) (counter.Counter,
 		resp, err := s.db.Commit(ctx, w)
 		switch fs.Code(err) {
 		case codes.OK:
-			// As Firestore keeps them (microseconds): a read of the document
-			// later must find the same counter.
-			at := resp.GetCommitTime().AsTime().Truncate(time.Microsecond)
-			c.Count, c.AsOf, c.Version, c.CreatedAt = 0, at, fs.VersionOf(resp, 0), at
+			// The times as stored (the request's time, in milliseconds; not
+			// the commit's): a read of the document later finds the same
+			// counter.
+			r := resp.GetWriteResults()[0].GetTransformResults()
+			c.Count, c.Version = 0, fs.VersionOf(resp, 0)
+			c.AsOf, c.CreatedAt = r[0].GetTimestampValue().AsTime(), r[1].GetTimestampValue().AsTime()
 			s.Remember(c, sent)
 			return false, nil
 		case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
@@ -97,7 +99,10 @@ func (s *Store) FirstUseWrite(c counter.Counter) *pb.Write {
 // then on (not from the answer, which may come a deadline later: the cache
 // must not outlive what deletions allow for).
 func (s *Store) FirstUsed(c counter.Counter, resp *pb.CommitResponse, write int, sent time.Time) counter.Counter {
-	c.AsOf, c.CreatedAt, c.Version = NotRolledUp, resp.GetCommitTime().AsTime().Truncate(time.Microsecond), fs.VersionOf(resp, write)
+	// created_at as stored: the request's time, in milliseconds, not the
+	// commit's.
+	createdAt := resp.GetWriteResults()[write].GetTransformResults()[0].GetTimestampValue().AsTime()
+	c.AsOf, c.CreatedAt, c.Version = NotRolledUp, createdAt, fs.VersionOf(resp, write)
 	s.Remember(c, sent)
 	return c
 }
