@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		"FIRESTORE_EMULATOR_HOST": emulatorAddr,
 		"AUTH":                    "off",
 		"AUTO_SHARDING":           "on",
-		"AUTO_SHARDING_TARGET":    "20", // commits per second per shard
+		"AUTO_SHARDING_TARGET":    "2", // commits per second per shard: see TestAutoShardingGrowsHotCountersOnly
 		"AUTO_SHARDING_INTERVAL":  "2s",
 		"ROLLUP_CADENCE":          "500ms",
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
@@ -73,10 +73,13 @@ func eventual(t *testing.T, id string) counterState {
 	return c
 }
 
-// TestAutoShardingGrowsHotCountersOnly hammers one counter far past 20
-// commits per second on its one shard, while another gets two increments a
-// second: the hot one grows, with its evidence logged, and the quiet one
-// keeps its shard.
+// TestAutoShardingGrowsHotCountersOnly hammers one counter past 2 commits
+// per second on its one shard, while another gets one increment every 2
+// s: the hot one grows, with its evidence logged, and the quiet one keeps
+// its shard. The margins hold on a loaded machine: group commit makes the
+// hot counter's commits one per commit's latency, more than 2 a second
+// unless a commit takes half a second; the quiet one's rate is its
+// client's, a quarter of the target whatever the machine.
 func TestAutoShardingGrowsHotCountersOnly(t *testing.T) {
 	testenv.StartEmulator(t, emulatorAddr, "--functions_emulator="+triggerAddr)
 	testenv.ServeTriggers(t, emulatorAddr, project, triggerAddr, base)
@@ -101,7 +104,7 @@ func TestAutoShardingGrowsHotCountersOnly(t *testing.T) {
 	wg.Go(func() {
 		for time.Now().Before(stop) {
 			post(t, "incrementCounter", `{"counter_id":"quiet"}`)
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(2 * time.Second)
 		}
 	})
 	wg.Wait()

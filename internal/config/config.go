@@ -204,7 +204,7 @@ var Settings = append([]Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.ReconcileBudget }, time.Second, 8*time.Minute)},
 	{"GROUP_COMMIT", "on", "`on`: concurrent increments of one counter in one instance share a Firestore commit. `off`: one commit per increment.", Deployed,
 		onOff(func(c *Config) *bool { return &c.GroupCommit })},
-	{"GROUP_COMMIT_MAX_BATCH", "250", "Most increments in one shared commit (1–499; Firestore takes 500 writes per commit, one of them the shard).", Deployed,
+	{"GROUP_COMMIT_MAX_BATCH", "250", "Most increments in one shared commit (1–499). A full batch of keyed likes commits about 1,000 writes (a member and a key's record each, the shard, the marker), under 0.5 MiB with the longest ids and uids: Firestore limits a commit's size (10 MiB; the emulator, 4 MiB), not its number of writes.", Deployed,
 		intIn(func(c *Config) *int { return &c.GroupCommitMaxBatch }, 1, 499)},
 	{"GROUP_COMMIT_MAX_WAIT", "0s", "A batch commits when full or when its oldest increment has waited this long; it then also paces a hot counter to about one commit per wait in each instance. 0: leader/follower only (an idle counter commits at once; increments that queue behind a commit in flight share the next one). See docs/design/group-commit.md.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, 0, time.Second)},
