@@ -91,15 +91,19 @@ type Batch struct {
 	// groups are the groups still to commit; pending is the one under way.
 	groups  [][]int
 	pending []int
-	// replace holds the version of an expired record a commit overwrites.
+	// replace holds the version of an expired record a commit overwrites;
+	// stored, the live record that answered an op (a replay or a
+	// conflict), which also answers the ops that repeat its key.
 	replace map[int]time.Time
+	stored  map[int]Record
 }
 
 // New returns the batch of ops to counter c, written to shard. An op
 // authorized on another incarnation of the counter (deleted and created
 // again since, by someone else or otherwise) is refused, to be retried.
 func New(c counter.Counter, shard int, ops []Op) *Batch {
-	b := &Batch{Counter: c, Shard: shard, ops: ops, results: make([]Result, len(ops)), dupOf: make([]int, len(ops)), replace: map[int]time.Time{}}
+	b := &Batch{Counter: c, Shard: shard, ops: ops, results: make([]Result, len(ops)), dupOf: make([]int, len(ops)),
+		replace: map[int]time.Time{}, stored: map[int]Record{}}
 	first := map[[2]string]int{}
 	var group []int
 	for i, op := range ops {
@@ -200,10 +204,16 @@ func (b *Batch) RefuseBeyond(value int64) {
 }
 
 // Results returns one result per op, once no group is left: an op whose
-// key appeared earlier in the batch has that op's outcome, as a replay.
+// key appeared earlier in the batch has that op's outcome, as a replay,
+// or, when a stored record answered that op, the record's (an op of
+// another delta than the first may be the record's own).
 func (b *Batch) Results() []Result {
 	for i, j := range b.dupOf {
 		if j < 0 {
+			continue
+		}
+		if rec, ok := b.stored[j]; ok {
+			b.results[i] = replay(b.Counter.ID, rec, b.ops[i].Delta)
 			continue
 		}
 		switch first := b.results[j]; {
@@ -217,6 +227,15 @@ func (b *Batch) Results() []Result {
 		}
 	}
 	return b.results
+}
+
+// replay is the answer a stored record gives an op of delta: its outcome
+// again, or a conflict when the record holds another delta.
+func replay(id string, rec Record, delta int64) Result {
+	if rec.Delta != delta {
+		return Result{Err: keyConflict(id, rec.Delta)}
+	}
+	return Result{Delta: rec.Delta, Shard: rec.Shard, Replayed: true, Member: rec.Member, Changed: rec.Changed}
 }
 
 func keyConflict(id string, delta int64) error {

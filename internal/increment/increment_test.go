@@ -272,3 +272,25 @@ func TestAnOpOfAnotherIncarnationIsRefused(t *testing.T) {
 		t.Errorf("got %q, want %q", results, want)
 	}
 }
+
+// TestARepeatedKeyIsAnsweredByItsStoredRecord: two ops of one key in a
+// batch, the first of another delta than the key's stored record: the
+// first conflicts, the second, of the record's delta, replays it (it
+// shared the first one's conflict; the simulation's reuse of keys found
+// it).
+func TestARepeatedKeyIsAnsweredByItsStoredRecord(t *testing.T) {
+	record := &Record{Delta: 2, Shard: 1, ExpireAt: now.Add(time.Hour), Version: created}
+	b := New(plain, 3, []Op{add("admin", 3, "k"), add("admin", 2, "k"), add("admin", 3, "k")})
+	b.Next()
+	if left := b.Raced(map[int]*Record{0: record}, now); left {
+		t.Fatal("the only pending op was answered by the record")
+	}
+	var got []string
+	for _, r := range b.Results() {
+		got = append(got, outcome(r))
+	}
+	want := []string{"ALREADY_EXISTS", "replayed +2 shard 1 member false changed false", "ALREADY_EXISTS"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -164,12 +164,10 @@ func (b *Batch) Raced(records map[int]*Record, now time.Time) bool {
 			// Firestore's TTL deletes within a day of expiry; until then an
 			// expired key is treated as new, replacing the exact version read.
 			b.replace[i] = prev.Version
-		case prev.Delta != b.ops[i].Delta:
-			settled[i] = true
-			b.results[i].Err = keyConflict(b.Counter.ID, prev.Delta)
 		default:
 			settled[i] = true
-			b.results[i] = Result{Delta: prev.Delta, Shard: prev.Shard, Replayed: true, Member: prev.Member, Changed: prev.Changed}
+			b.stored[i] = *prev
+			b.results[i] = replay(b.Counter.ID, *prev, b.ops[i].Delta)
 		}
 	}
 	b.pending = slices.DeleteFunc(b.pending, func(i int) bool { return settled[i] })

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -212,13 +213,7 @@ func (w *world) checkReset(o *op) {
 // checkQuiescence runs once everything is delivered and reconciled, on
 // every counter a request named.
 func (w *world) checkQuiescence() {
-	ids := slices.Clone(w.counters)
-	for _, o := range w.ops {
-		if o.counter != "" && !slices.Contains(ids, o.counter) {
-			ids = append(ids, o.counter)
-		}
-	}
-	for _, id := range ids {
+	for _, id := range w.ids() {
 		d := w.counterDoc(id, time.Time{})
 		if !isLive(d) {
 			w.checkPurged(id)
@@ -239,6 +234,7 @@ func (w *world) checkQuiescence() {
 				w.problem("counter %s's %s buckets sum to %d, its total is %d", id, g, total, sum)
 			}
 		}
+		w.checkBuckets(id)
 		if field(d, "unique").GetBooleanValue() {
 			w.checkMembers(id)
 		} else {
@@ -247,6 +243,21 @@ func (w *world) checkQuiescence() {
 	}
 	for _, o := range w.ops {
 		w.checkRefusedAsChanged(o)
+		w.checkKeysIn(o)
+	}
+	if c := w.creations(noPost); len(c) > 0 {
+		w.problem("counter %s was created at %s, for a post that does not exist", noPost, w.rel(c[0].when))
+	}
+}
+
+// checkKeysIn: an end user's first use of a counter whose kind counts the
+// app's documents (keys_in), of a document that does not exist, is 404.
+func (w *world) checkKeysIn(o *op) {
+	if o.counter != noPost || !o.done || o.status >= 500 {
+		return
+	}
+	if o.status != http.StatusNotFound {
+		w.problem("%s: a first read of a post that does not exist answered %d, not 404", o, o.status)
 	}
 }
 

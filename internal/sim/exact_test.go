@@ -25,21 +25,43 @@ func keyID(user, key string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// recorded returns the commit, at or after from, that created counter
-// id's record of (user, key), and the delta it holds; false when none did.
-func (w *world) recorded(id, user, key string, from time.Time) (commitRec, int64, bool) {
+// generation is one life of an idempotency key's record: the commit that
+// created it (or replaced an expired one) and the delta it holds.
+type generation struct {
+	rec   commitRec
+	delta int64
+}
+
+// generations returns the lives of counter id's record of (user, key)
+// from from on: each commit that wrote it (a record is only ever created,
+// or replaced once expired).
+func (w *world) generations(id, user, key string, from time.Time) []generation {
 	name := root + "counters/" + id + "/idempotency_keys/" + keyID(user, key)
+	var out []generation
 	for _, rec := range w.commits {
 		if rec.at.Before(from) {
 			continue
 		}
 		for _, ch := range rec.changes {
-			if ch.Name == name && ch.Before == nil && ch.After != nil {
-				return rec, field(ch.After, "delta").GetIntegerValue(), true
+			if ch.Name == name && ch.After != nil {
+				out = append(out, generation{rec, field(ch.After, "delta").GetIntegerValue()})
 			}
 		}
 	}
-	return commitRec{}, 0, false
+	return out
+}
+
+// at is the generation of the record when o ended: the one it answered
+// from, if it was answered.
+func at(gens []generation, o *op) (generation, bool) {
+	var g generation
+	ok := false
+	for _, x := range gens {
+		if !x.rec.when.After(o.end) {
+			g, ok = x, true
+		}
+	}
+	return g, ok
 }
 
 // mine reports whether o may count in counter id's incarnation k: it
@@ -112,21 +134,24 @@ func (w *world) checkExact(id string, sum int64) {
 	}
 	for _, group := range keyed {
 		first := group[0]
-		rec, delta, ok := w.recorded(id, first.user, first.key, created[k-1].at)
-		if ok && rec.at.After(since.at) {
-			lo, hi = lo+delta, hi+delta
+		gens := w.generations(id, first.user, first.key, created[k-1].at)
+		for _, g := range gens {
+			if g.rec.at.After(since.at) {
+				lo, hi = lo+g.delta, hi+g.delta
+			}
 		}
 		for _, o := range group {
+			g, ok := at(gens, o)
 			switch {
 			case !mine(o, k):
-				if ok && o.ok() && !slices.ContainsFunc(group, func(x *op) bool { return mine(x, k) }) {
+				if len(gens) > 0 && o.ok() && !slices.ContainsFunc(group, func(x *op) bool { return mine(x, k) }) {
 					w.problem("%s, begun on an earlier counter %s, is recorded in the next one", o, id)
 				}
 			case o.ok() && !ok:
 				w.problem("%s was acknowledged, and its key has no record in counter %s", o, id)
-			case o.ok() && delta != o.delta:
-				w.problem("%s was acknowledged with delta %d; its key's record holds %d", o, o.delta, delta)
-			case o.code() == "ALREADY_EXISTS" && (!ok || delta == o.delta):
+			case o.ok() && g.delta != o.delta:
+				w.problem("%s was acknowledged with delta %d; its key's record holds %d", o, o.delta, g.delta)
+			case o.code() == "ALREADY_EXISTS" && (!ok || g.delta == o.delta):
 				w.problem("%s answered 409 for a key used with no other delta", o)
 			}
 		}

@@ -52,12 +52,14 @@ type answer struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Count    int64  `json:"count"`
-	AsOf     string `json:"as_of"`
-	Delta    int64  `json:"delta"`
-	Member   *bool  `json:"member"`
-	Changed  *bool  `json:"changed"`
-	Replayed bool   `json:"replayed"`
+	Count    int64    `json:"count"`
+	AsOf     string   `json:"as_of"`
+	Delta    int64    `json:"delta"`
+	Member   *bool    `json:"member"`
+	Changed  *bool    `json:"changed"`
+	Replayed bool     `json:"replayed"`
+	Exact    *bool    `json:"exact"`
+	Counters []ranked `json:"counters"`
 	Results  []struct {
 		Status int `json:"status"`
 		answer
@@ -170,8 +172,12 @@ func (w *world) increment(id string, inst int) {
 	if w.rng.IntN(2) == 0 {
 		key = fmt.Sprintf("k%d", w.rng.IntN(1_000_000))
 	}
-	if w.isUnique(id) {
+	switch {
+	case w.isUnique(id):
 		w.like(id, inst, users[w.rng.IntN(len(users))], key, int64(1-2*w.rng.IntN(2)))
+		return
+	case strings.HasPrefix(id, "reads:"):
+		w.read(id, inst, users[w.rng.IntN(len(users))], key)
 		return
 	}
 	delta := int64(1 + w.rng.IntN(5))
@@ -181,7 +187,32 @@ func (w *world) increment(id string, inst int) {
 	if w.cfg.nearBound && w.rng.IntN(2) == 0 {
 		delta = counter.MaxDelta
 	}
-	w.add(id, inst, delta, key)
+	if used := w.keys[id]; len(used) > 0 && w.rng.IntN(4) == 0 {
+		// A client that sends a key again: the same increment (a replay),
+		// or, by mistake, another delta (409 while its record lives).
+		again := used[w.rng.IntN(len(used))]
+		key = again.key
+		if w.rng.IntN(2) == 0 {
+			delta = again.delta
+		}
+	}
+	o := w.add(id, inst, delta, key)
+	if key != "" {
+		w.keys[id] = append(w.keys[id], o)
+	}
+}
+
+// noPost is a counter of the kind reads whose post does not exist: end
+// users' first reads of it are refused (keys_in), and nobody else
+// touches it.
+const noPost = "reads:p2"
+
+// read is an end user's +1 of reads counter id (keys_in posts).
+func (w *world) read(id string, inst int, user, key string) *op {
+	o := w.newOp("incrementCounter", id, inst)
+	o.user, o.key, o.delta = user, key, 1
+	w.sendIncrement(o)
+	return o
 }
 
 // like is user's +1 (like) or −1 (unlike) of unique counter id.
@@ -230,6 +261,9 @@ func (w *world) batch() {
 	var items []string
 	for range 2 + w.rng.IntN(6) {
 		id := w.counters[w.rng.IntN(len(w.counters))]
+		if b.user == "admin" && strings.HasPrefix(id, "reads:") {
+			continue // an admin's first use of a post that does not exist would create it
+		}
 		it := w.newOp("incrementCounter", id, b.inst)
 		it.user, it.batch, it.unique = b.user, b, w.isUnique(id)
 		it.delta = int64(1 + w.rng.IntN(5))
@@ -303,6 +337,14 @@ func (w *world) reconcileOn(n int, id string) *op {
 	return o
 }
 
+// audit is the full audit of every counter ({"full": true}), on instance
+// n, from its cursor in the model.
+func (w *world) audit(n int) *op {
+	o := w.newOp("reconcileCounters", "", n)
+	w.send(o, http.MethodPost, `{"full":true}`, nil)
+	return o
+}
+
 // sweep is the scheduled reconcile run (Cloud Scheduler's call), on
 // instance n, its cursor in the model.
 func (w *world) sweep(n int) *op {
@@ -363,6 +405,17 @@ func (w *world) randomSchedule() {
 			w.at(t, func() { w.create(id, w.rng.IntN(2) == 0) })
 		}
 	}
+	if w.cfg.kinds {
+		for range 1 + w.rng.IntN(4) {
+			t := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
+			w.at(t, func() { w.read(noPost, w.pick(), users[w.rng.IntN(len(users))], "") })
+		}
+	}
+	if w.cfg.audits {
+		for range 1 + w.rng.IntN(3) {
+			w.at(start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor+lateWrites)))), func() { w.audit(w.pick()) })
+		}
+	}
 	if w.cfg.hot {
 		// A post whose likes and views pour in: increments every few
 		// milliseconds through every instance, while the counters cached
@@ -403,6 +456,8 @@ func (w *world) randomSchedule() {
 		w.at(start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor+lateWrites)))), func() { w.sweep(w.pick()) })
 	}
 	w.scheduledRuns(w.quietAt)
+	// Rankings, once every event is delivered (retries included).
+	w.at(w.quietAt.Add(lateWrites+9*time.Minute), func() { w.rankings(w.pick()) })
 }
 
 // scheduledRuns are the scheduled reconcile runs after quiet: once every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -534,4 +535,34 @@ func TestALikeAndAnUnlikeOfAFirstUseRecordTheirKeys(t *testing.T) {
 		w.at(w.ms(1000), func() { w.like("likes:p1", 0, "u1", "k1", 1) })
 		return w.ms(2000)
 	})
+}
+
+func TestAnExpiredKeyAppliesAgain(t *testing.T) {
+	// A key's record lives a day (increment.KeyTTL). Used again after it,
+	// the key applies again, whatever its delta, over the expired record
+	// (Firestore's TTL deletes it within a day; the model never does).
+	w := scripted(t, 1, nil, func(w *world) time.Time {
+		w.endAt = w.epoch.Add(26 * time.Hour)
+		w.at(w.ms(0), func() { w.createOn(0, "c", false) })
+		w.at(w.ms(100), func() { w.add("c", 0, 3, "k") })
+		w.at(w.ms(200), func() { w.add("c", 0, 5, "k") }) // 409 while the record lives
+		later := w.epoch.Add(25 * time.Hour)
+		w.at(later, func() { w.add("c", 0, 5, "k") })                           // applied again
+		w.at(later.Add(100*time.Millisecond), func() { w.add("c", 0, 5, "k") }) // a replay of it
+		w.at(later.Add(200*time.Millisecond), func() { w.add("c", 0, 3, "k") }) // 409: the record holds 5 now
+		return later.Add(time.Second)
+	})
+	var got []string
+	for _, o := range w.ops {
+		if o.fn == "createCounter" || o.fn == "incrementCounter" {
+			got = append(got, fmt.Sprintf("%d replayed=%v", o.status, o.answer.Replayed))
+		}
+	}
+	want := []string{"201 replayed=false", "200 replayed=false", "409 replayed=false", "200 replayed=false", "200 replayed=true", "409 replayed=false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	if sum := w.shardSum("c", time.Time{}); sum != 8 {
+		t.Errorf("counter c holds %d, want 3 and 5", sum)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/simsched"
 )
 
@@ -105,9 +106,13 @@ func runSeed(t *testing.T, seed uint64, tracing bool) result {
 // run plays the schedule to its end and checks the invariants at
 // quiescence; it returns the problems found.
 func (w *world) run() []string {
+	unbudgeted := ledger.Unbudgeted()
 	if !w.d.run(w.endAt) {
 		w.problem("the schedule did not end by %s", w.rel(w.endAt))
 		return w.problems
+	}
+	if n := ledger.Unbudgeted() - unbudgeted; n > 0 {
+		w.problem("%d reads were made that no caller's budget paid for (internal/ledger)", n)
 	}
 	w.checkQuiescence()
 	return w.problems

@@ -37,7 +37,9 @@ const (
 )
 
 // kinds are the simulated app's kinds of counters.
-const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}}`
+// Reads count end users' reads of the app's posts: only of posts that
+// exist (keys_in), which the world plants.
+const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}, "reads": {"keys_in": "posts"}}`
 
 // config shapes one random schedule.
 type config struct {
@@ -59,6 +61,8 @@ type config struct {
 	resetStorm bool    // ten resets of one counter at once
 	hot        bool    // a hot counter: a hundred increments through every instance in 1.5 s
 	kinds      bool    // counters of kinds too, created by their first use
+	autoShard  bool    // AUTO_SHARDING=on, at a target hot counters pass
+	audits     bool    // full audits of every counter ({"full": true}) among the work
 	maxWait    time.Duration
 	skew       time.Duration     // Firestore's clock against the instances'
 	env        map[string]string // settings that differ from environment()'s
@@ -96,6 +100,8 @@ func randomConfig(r *rand.Rand) config {
 		resetStorm: r.IntN(4) == 0,
 		hot:        r.IntN(3) == 0,
 		kinds:      r.IntN(2) == 0,
+		autoShard:  r.IntN(3) == 0,
+		audits:     r.IntN(3) == 0,
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
 	}
@@ -116,6 +122,7 @@ type world struct {
 	endAt   time.Time // the schedule must be over by then
 
 	counters []string
+	keys     map[string][]*op // keyed increments of plain counters by an admin, by counter: keys to use again
 	ops      []*op
 	commits  []commitRec
 	events   int
@@ -166,6 +173,9 @@ func (w *world) environment() map[string]string {
 // schedule's own.
 func (w *world) settings() map[string]string {
 	env := w.environment()
+	if w.cfg.autoShard {
+		env["AUTO_SHARDING"], env["AUTO_SHARDING_TARGET"], env["AUTO_SHARDING_INTERVAL"] = "on", "5", "1s"
+	}
 	for k, v := range w.cfg.env {
 		env[k] = v
 	}
@@ -173,7 +183,7 @@ func (w *world) settings() map[string]string {
 }
 
 func newWorld(r *rand.Rand, cfg config) *world {
-	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}}
+	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}, keys: map[string][]*op{}}
 	w.d = newDriver(w)
 	w.model = fsmodel.New(func() time.Time { return time.Now().Add(w.cfg.skew) })
 	w.model.OnCommit = w.onCommit
@@ -202,8 +212,13 @@ func newWorld(r *rand.Rand, cfg config) *world {
 		w.counters = append(w.counters, "c"+strconv.Itoa(i))
 	}
 	if cfg.kinds {
-		// Counters of kinds, which their first use creates.
-		w.counters = append(w.counters, "likes:p"+strconv.Itoa(r.IntN(100)), "views:p"+strconv.Itoa(r.IntN(100)))
+		// Counters of kinds, which their first use creates; reads of a
+		// post of the app's, which exists (p2 does not: noPost).
+		w.counters = append(w.counters, "likes:p"+strconv.Itoa(r.IntN(100)), "views:p"+strconv.Itoa(r.IntN(100)), "reads:p1")
+		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
+			Operation: &pb.Write_Update{Update: &pb.Document{Name: root + "posts/p1"}}}}}); err != nil {
+			panic(err)
+		}
 	}
 	return w
 }

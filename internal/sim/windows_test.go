@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// The windows: each roll-up adds its change to the minute, hour and day
+// buckets of its time, once; rankings read them back.
+
+// checkBuckets: every bucket of a live counter's last incarnation holds
+// exactly the changes of the roll-ups whose time (rollup_as_of) falls in
+// it, each once (count), and of those that added (gross), however often
+// events were delivered; and no other bucket exists.
+func (w *world) checkBuckets(id string) {
+	created := w.creations(id)
+	if len(created) == 0 {
+		return
+	}
+	from := created[len(created)-1]
+	type bucket struct{ count, gross int64 }
+	want := map[string]bucket{}
+	name := root + "counters/" + id
+	for _, rec := range w.commits {
+		if rec.at.Before(from.at) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if ch.Name != name || ch.Before == nil || ch.After == nil ||
+				field(ch.After, "rollups").GetIntegerValue() != field(ch.Before, "rollups").GetIntegerValue()+1 {
+				continue // not a roll-up's write
+			}
+			change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue()
+			if change == 0 {
+				continue // a roll-up that changed nothing writes no bucket
+			}
+			at := field(ch.After, "rollup_as_of").GetTimestampValue().AsTime()
+			for _, g := range windows.All {
+				b := want[windows.DocID(g, g.Start(at))]
+				b.count += change
+				b.gross += max(change, 0)
+				want[windows.DocID(g, g.Start(at))] = b
+			}
+		}
+	}
+	for _, d := range w.under(id, "windows", time.Time{}) {
+		docID := d.GetName()[strings.LastIndex(d.GetName(), "/")+1:]
+		got := bucket{field(d, "count").GetIntegerValue(), field(d, "gross").GetIntegerValue()}
+		if got != want[docID] {
+			w.problem("counter %s's bucket %s holds count %d gross %d; its roll-ups' changes make %d and %d", id, docID, got.count, got.gross, want[docID].count, want[docID].gross)
+		}
+		delete(want, docID)
+	}
+	for docID, b := range want {
+		if b != (bucket{}) {
+			w.problem("counter %s has no bucket %s, which its roll-ups' changes make count %d gross %d", id, docID, b.count, b.gross)
+		}
+	}
+}
+
+// rankings asks, once the schedule is quiet, for the ranking of the
+// current hour and of the last hour (rolling), and checks each against
+// the buckets.
+func (w *world) rankings(n int) {
+	for _, window := range []string{"hour", "last_hour"} {
+		o := w.newOp("topCounters", "", n)
+		w.send(o, http.MethodGet, "limit=5&window="+window, func() { w.checkRanking(o, window) })
+	}
+}
+
+// ranked is one counter of a ranking, as answered.
+type ranked struct {
+	CounterID string `json:"counter_id"`
+	Count     int64  `json:"count"`
+}
+
+// checkRanking: a ranking of the current hour is the top of its hour
+// buckets; one of a rolling window that says it is exact is the top of
+// the window's minutes, of the counters its hour buckets rank. One that
+// is not exact is counted, not judged.
+func (w *world) checkRanking(o *op, window string) {
+	if !o.ok() {
+		w.problem("%s failed while everything was quiet", o)
+		return
+	}
+	now := time.Now() // the instances' clock, which topCounters reads
+	hour := windows.Hour.Start(now)
+	sums := map[string]int64{}
+	rankedIDs := map[string]bool{}
+	for _, id := range w.ids() {
+		for _, b := range w.under(id, "windows", time.Time{}) {
+			start := field(b, "start").GetTimestampValue().AsTime()
+			switch g := field(b, "granularity").GetStringValue(); {
+			case g == string(windows.Hour) && (start.Equal(hour) || window == "last_hour" && start.Equal(hour.Add(-time.Hour))):
+				if field(b, "ranked").GetBooleanValue() {
+					rankedIDs[id] = true
+				}
+				if window == "hour" && start.Equal(hour) {
+					sums[id] += field(b, "count").GetIntegerValue()
+				}
+			case g == string(windows.Minute) && window == "last_hour" && !start.Before(windows.LastHour.From(now)):
+				sums[id] += field(b, "count").GetIntegerValue()
+			}
+		}
+	}
+	var want []ranked
+	for id, n := range sums {
+		if rankedIDs[id] && n > 0 {
+			want = append(want, ranked{id, n})
+		}
+	}
+	slices.SortFunc(want, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.CounterID, b.CounterID))
+	})
+	want = want[:min(5, len(want))]
+	if window == "last_hour" && (o.answer.Exact == nil || !*o.answer.Exact) {
+		w.undecided++ // not exact: the answer says so
+		return
+	}
+	if !slices.Equal(o.answer.Counters, want) {
+		w.problem("%s ranks %v; its buckets rank %v", o, o.answer.Counters, want)
+	}
+}
+
+// ids are every counter a request named.
+func (w *world) ids() []string {
+	ids := slices.Clone(w.counters)
+	for _, o := range w.ops {
+		if o.counter != "" && !slices.Contains(ids, o.counter) {
+			ids = append(ids, o.counter)
+		}
+	}
+	return ids
+}
+
+func (r ranked) String() string { return fmt.Sprintf("%s:%d", r.CounterID, r.Count) }
