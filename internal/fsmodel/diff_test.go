@@ -10,11 +10,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -168,17 +170,17 @@ func randomWrite(r *rand.Rand, name string, commits int) (func(w *world) *pb.Wri
 			fields[f] = intV(randInt(r))
 		}
 	}
-	if r.IntN(4) == 0 {
+	if r.IntN(2) == 0 {
 		fields["s"] = &pb.Value{ValueType: &pb.Value_StringValue{StringValue: fmt.Sprint("v", r.IntN(3))}}
 	}
 	if r.IntN(4) == 0 {
 		fields["x"] = &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: map[string]*pb.Value{"y": intV(randInt(r))}}}}
 	}
-	if r.IntN(4) == 0 {
+	if r.IntN(2) == 0 {
 		// A time the client writes, to the nanosecond: kept to the
 		// microsecond.
 		fields["w"] = &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: &timestamppb.Timestamp{
-			Seconds: 1_800_000_000 + r.Int64N(1000), Nanos: r.Int32N(1_000_000_000)}}}
+			Seconds: 1_800_000_000 + r.Int64N(5), Nanos: r.Int32N(1_000_000_000)}}}
 	}
 	var mask []string
 	if r.IntN(2) == 0 {
@@ -323,7 +325,10 @@ func randomOp(r *rand.Rand, commits int) op {
 		sym := r.IntN(commits+1) - 1
 		fields := []string{"n", "m"}[:1+r.IntN(2)]
 		count := r.IntN(2) == 0
-		return op{fmt.Sprintf("aggregate %s %v count %v at %d", coll, fields, count, sym), func(w *world) string {
+		// A filtered one, as a rolling window sums a counter's minutes
+		// from a start on.
+		filtered, from := r.IntN(2) == 0, int64(r.IntN(7)-3)
+		return op{fmt.Sprintf("aggregate %s %v count %v at %d filtered %v from %d", coll, fields, count, sym, filtered, from), func(w *world) string {
 			parent, id := w.root, coll
 			if i := strings.LastIndex(coll, "/"); i >= 0 {
 				parent, id = w.root+"/"+coll[:i], coll[i+1:]
@@ -338,9 +343,15 @@ func randomOp(r *rand.Rand, commits int) op {
 				aggs = append(aggs, &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
 					Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}})
 			}
+			sq := &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}}
+			if filtered {
+				sq.Where = &pb.StructuredQuery_Filter{FilterType: &pb.StructuredQuery_Filter_FieldFilter{FieldFilter: &pb.StructuredQuery_FieldFilter{
+					Field: &pb.StructuredQuery_FieldReference{FieldPath: "n"}, Op: pb.StructuredQuery_FieldFilter_GREATER_THAN_OR_EQUAL, Value: intV(from)}}}
+				sq.OrderBy = []*pb.StructuredQuery_Order{{Field: &pb.StructuredQuery_FieldReference{FieldPath: "n"}, Direction: pb.StructuredQuery_ASCENDING}}
+			}
 			req := &pb.RunAggregationQueryRequest{Parent: parent, QueryType: &pb.RunAggregationQueryRequest_StructuredAggregationQuery{
 				StructuredAggregationQuery: &pb.StructuredAggregationQuery{
-					QueryType:    &pb.StructuredAggregationQuery_StructuredQuery{StructuredQuery: &pb.StructuredQuery{From: []*pb.StructuredQuery_CollectionSelector{{CollectionId: id}}}},
+					QueryType:    &pb.StructuredAggregationQuery_StructuredQuery{StructuredQuery: sq},
 					Aggregations: aggs}}}
 			if sym >= 0 {
 				req.ConsistencySelector = &pb.RunAggregationQueryRequest_ReadTime{ReadTime: w.time(sym)}
@@ -372,15 +383,21 @@ func randomOp(r *rand.Rand, commits int) op {
 
 // randomQuery builds a query of the shapes the functions issue: a page of
 // a collection by id with a cursor and a selection, a range or equality
-// filter with an ordering, a collection group.
+// filter with an ordering, a collection group, the activity index's (an
+// "in" filter, a time range, two orderings and a cursor of a time and an
+// id), a ranking's (an equality, a range, descending, ties by a second
+// field that a document must hold to be ranked).
 func randomQuery(r *rand.Rand, commits int) op {
-	shape := r.IntN(4)
+	shape := r.IntN(6)
+	w0 := time.Unix(1_800_000_000+r.Int64N(6), 0)
+	cursor := time.Unix(1_800_000_000+r.Int64N(5), r.Int64N(1_000_000_000))
+	in := []any{"v0", "v1", "v2"}[:1+r.IntN(3)]
 	coll := []string{"c", "c/a/s"}[r.IntN(2)]
 	limit := 1 + r.IntN(4)
 	v := int64(r.IntN(7) - 3)
 	after := allDocs[r.IntN(len(allDocs))]
 	sym := r.IntN(commits+1) - 1
-	return op{fmt.Sprintf("query %d on %s limit %d v %d after %s at %d", shape, coll, limit, v, after, sym), func(w *world) string {
+	return op{fmt.Sprintf("query %d on %s limit %d v %d after %s at %d in %v w %s cursor %s", shape, coll, limit, v, after, sym, in, w0, cursor), func(w *world) string {
 		c, _ := firestore.NewClient(context.Background(), "unused") // builds the query only
 		defer c.Close()
 		var q firestore.Query
@@ -394,8 +411,17 @@ func randomQuery(r *rand.Rand, commits int) op {
 			q = c.Collection(coll).Where("n", ">", v).OrderBy("n", firestore.Desc).Limit(limit)
 		case 2:
 			q = c.Collection(coll).Where("n", "==", v).Where("m", ">=", v).OrderBy("m", firestore.Asc)
-		default:
+		case 3:
 			q = c.CollectionGroup("s").Where("n", ">", v).OrderBy("n", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Desc)
+		case 4:
+			q = c.Collection(coll).Where("s", "in", in).Where("w", "<=", w0).OrderBy("w", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+			if r := strings.Split(after, "/"); strings.HasPrefix(after, coll+"/") && len(r) == strings.Count(coll, "/")+2 {
+				q = q.StartAfter(cursor, r[len(r)-1])
+			} else {
+				q = q.Where("w", ">=", cursor)
+			}
+		default:
+			q = c.Collection(coll).Where("s", "==", in[len(in)-1]).Where("n", ">", v).OrderBy("n", firestore.Desc).OrderBy("m", firestore.Asc).Limit(limit)
 		}
 		req, err := queryRequest(q, w.root)
 		if err != nil {
@@ -480,4 +506,95 @@ func queryRequest(q firestore.Query, root string) (*pb.RunQueryRequest, error) {
 		}
 	}
 	return &req, nil
+}
+
+// TestConcurrentCallersMatchTheEmulator: callers at once, as instances
+// are, on one document: of creations, one succeeds; of updates on the
+// version they read, one; increments all add up. The model and the
+// emulator answer alike.
+func TestConcurrentCallersMatchTheEmulator(t *testing.T) {
+	host, err := testenv.EmulatorHost()
+	testenv.NeedEmulators(t, err)
+	project := testenv.NewProjectID("fsmodel")
+	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	root := "projects/" + project + "/databases/(default)/documents"
+	const callers = 8
+	for _, api := range []firestoredb.Firestore{db.API(), fsmodel.New(nil)} {
+		name := root + "/race/" + fmt.Sprint(time.Now().UnixNano())
+		at := func(writes ...*pb.Write) map[string]int {
+			codes := map[string]int{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					_, err := api.Commit(context.Background(), &pb.CommitRequest{Database: root[:strings.Index(root, "/documents")], Writes: writes})
+					mu.Lock()
+					codes[status.Code(err).String()]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			return codes
+		}
+		create := &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{Name: name, Fields: map[string]*pb.Value{"n": intV(0)}}},
+			CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_Exists{Exists: false}}}
+		if got := at(create); got["OK"] != 1 || got["AlreadyExists"] != callers-1 {
+			t.Errorf("%T: creations at once answered %v, want one OK and %d AlreadyExists", api, got, callers-1)
+		}
+		resps, err := api.BatchGetDocuments(context.Background(), &pb.BatchGetDocumentsRequest{Database: root[:strings.Index(root, "/documents")], Documents: []string{name}})
+		if err != nil || len(resps) != 1 || resps[0].GetFound() == nil {
+			t.Fatalf("%T: read %v %v", api, resps, err)
+		}
+		update := &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{Name: name, Fields: map[string]*pb.Value{"n": intV(1)}}},
+			CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_UpdateTime{UpdateTime: resps[0].GetFound().GetUpdateTime()}}}
+		if got := at(update); got["OK"] != 1 || got["FailedPrecondition"] != callers-1 {
+			t.Errorf("%T: updates of one version at once answered %v, want one OK and %d FailedPrecondition", api, got, callers-1)
+		}
+		add := &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{Name: name}}, UpdateMask: &pb.DocumentMask{},
+			UpdateTransforms: []*pb.DocumentTransform_FieldTransform{{FieldPath: "n", TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: intV(1)}}}}
+		if got := at(add); got["OK"] != callers {
+			t.Errorf("%T: increments at once answered %v, want %d OK", api, got, callers)
+		}
+		resps, err = api.BatchGetDocuments(context.Background(), &pb.BatchGetDocumentsRequest{Database: root[:strings.Index(root, "/documents")], Documents: []string{name}})
+		if err != nil || resps[0].GetFound().GetFields()["n"].GetIntegerValue() != 1+callers {
+			t.Errorf("%T: after the increments: %v %v, want n = %d", api, resps, err, 1+callers)
+		}
+	}
+}
+
+// TestABigCommitIsRefusedAlike: the emulator refuses a request over
+// 4 MiB (RESOURCE_EXHAUSTED), as the model does; one below passes both.
+func TestABigCommitIsRefusedAlike(t *testing.T) {
+	host, err := testenv.EmulatorHost()
+	testenv.NeedEmulators(t, err)
+	project := testenv.NewProjectID("fsmodel")
+	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	database := "projects/" + project + "/databases/(default)"
+	commit := func(docs int) *pb.CommitRequest {
+		req := &pb.CommitRequest{Database: database}
+		for i := range docs {
+			req.Writes = append(req.Writes, &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{
+				Name:   fmt.Sprintf("%s/documents/big/%d-%d", database, time.Now().UnixNano(), i),
+				Fields: map[string]*pb.Value{"s": {ValueType: &pb.Value_StringValue{StringValue: strings.Repeat("x", 900<<10)}}}}}})
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		docs int
+		want codes.Code
+	}{{4, codes.OK}, {5, codes.ResourceExhausted}} { // about 3.5 and 4.4 MiB
+		for _, api := range []firestoredb.Firestore{db.API(), fsmodel.New(nil)} {
+			if _, err := api.Commit(context.Background(), commit(tc.docs)); status.Code(err) != tc.want {
+				t.Errorf("%T: a commit of %d documents of 900 KiB: %v, want %s", api, tc.docs, err, tc.want)
+			}
+		}
+	}
 }

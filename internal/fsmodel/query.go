@@ -3,6 +3,7 @@ package fsmodel
 import (
 	"context"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -90,30 +91,27 @@ func (m *Model) RunAggregationQuery(ctx context.Context, req *pb.RunAggregationQ
 }
 
 // sum adds the numbers of a field: an integer while every one is an
-// integer and the sum fits int64, a double otherwise; others are ignored.
+// integer and their exact sum fits int64 (whatever the order they add in,
+// as the emulator answers), a double otherwise; others are ignored.
 func sum(docs []*pb.Document, field string) *pb.Value {
-	var i int64
+	exact := new(big.Int)
 	var f float64
 	double := false
 	for _, d := range docs {
 		v, _ := lookup(d.GetFields(), field)
 		switch t := v.GetValueType().(type) {
 		case *pb.Value_IntegerValue:
-			s := i + t.IntegerValue
-			if (t.IntegerValue > 0 && s < i) || (t.IntegerValue < 0 && s > i) {
-				double = true
-			}
-			i = s
+			exact.Add(exact, big.NewInt(t.IntegerValue))
 			f += float64(t.IntegerValue)
 		case *pb.Value_DoubleValue:
 			double = true
 			f += t.DoubleValue
 		}
 	}
-	if double {
+	if double || !exact.IsInt64() {
 		return doubleValue(f)
 	}
-	return intValue(i)
+	return intValue(exact.Int64())
 }
 
 func avg(docs []*pb.Document, field string) *pb.Value {
