@@ -50,6 +50,7 @@ import (
 
 	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/report"
 )
 
 type flags struct {
@@ -139,14 +140,14 @@ func run(ctx context.Context, f flags, scenario string) error {
 		o.Concurrency = 64
 		r, err := loadtest.Overhead(ctx, loadtest.NewFunctions([]string{f.url}, nil, 64), loadtest.NewFunctions([]string{f.otelURL}, nil, 64), o, 1, 6)
 		var md strings.Builder
-		r.Markdown(&md, strings.TrimSpace(os.Getenv("BENCH_COMMAND")+" scripts/bench-telemetry.sh"))
+		report.Overhead(&md, r, strings.TrimSpace(os.Getenv("BENCH_COMMAND")+" scripts/bench-telemetry.sh"))
 		fmt.Print(md.String())
 		return err
 	case "million":
 		f.millionURL = f.url
 		r, err := million(ctx, f, opts)
 		var md strings.Builder
-		r.Markdown(&md)
+		report.Million(&md, &r)
 		fmt.Print(md.String())
 		if err == nil && f.jsonOut != "" {
 			err = writeJSON(f.jsonOut, r)

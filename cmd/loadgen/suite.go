@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/report"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 
@@ -56,7 +57,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	}
 	rolled := loadtest.NewFunctions([]string{rollupURL}, nil, 64)
 
-	s := loadtest.Suite{
+	s := report.Suite{
 		Command:    "scripts/bench.sh" + suiteArgs(f),
 		Machine:    machine(),
 		RunSeconds: f.duration.Seconds(),
@@ -232,13 +233,13 @@ func suiteArgs(f flags) string {
 
 // writeSuite writes results.json and increments.svg into dir and replaces
 // the results section of dir/README.md.
-func writeSuite(dir string, s *loadtest.Suite) error {
+func writeSuite(dir string, s *report.Suite) error {
 	if err := writeJSON(filepath.Join(dir, "results.json"), s); err != nil {
 		return err
 	}
 	var svg, chart bytes.Buffer
-	s.SVG(&svg)
-	s.GroupCommitSVG(&chart)
+	report.SVG(&svg, s)
+	report.GroupCommitSVG(&chart, s)
 	if err := os.WriteFile(filepath.Join(dir, "increments.svg"), svg.Bytes(), 0o644); err != nil {
 		return err
 	}
@@ -246,7 +247,7 @@ func writeSuite(dir string, s *loadtest.Suite) error {
 		return err
 	}
 	var md bytes.Buffer
-	s.Markdown(&md)
+	report.Markdown(&md, s)
 	fmt.Print(md.String())
 
 	readme := filepath.Join(dir, "README.md")
@@ -269,7 +270,7 @@ func render(dir string) error {
 	if err != nil {
 		return err
 	}
-	var s loadtest.Suite
+	var s report.Suite
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}

@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/report"
 )
 
 // appsSuite measures what apps count with: likes against the raw
 // transactions an app would write, one instance against two, and what the
 // time windows cost. Each part runs when its servers were given.
-func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *loadtest.Suite,
+func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Suite,
 	writes *loadtest.Functions, raw *loadtest.Raw, rolled *loadtest.Functions, lag loadtest.LagReport) error {
 	step := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "== "+format+"\n", args...) }
 

@@ -3,7 +3,6 @@ package loadtest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -188,22 +187,16 @@ func Reshard(ctx context.Context, f *Functions, raw *Raw, o Options, cacheWait t
 }
 
 func readLatency(ctx context.Context, method string, shards, reps int, read func(context.Context) (int64, error)) (ReadLatency, error) {
-	var lat []time.Duration
 	var value int64
-	for i := range reps + 2 {
-		t0 := time.Now()
-		v, err := read(ctx)
-		if err != nil {
-			return ReadLatency{}, err
-		}
-		if i >= 2 {
-			lat = append(lat, time.Since(t0))
-		}
-		value = v
+	l, err := timed(ctx, reps, func(ctx context.Context) (err error) {
+		value, err = read(ctx)
+		return err
+	})
+	if err != nil {
+		return ReadLatency{}, err
 	}
-	slices.Sort(lat)
-	return ReadLatency{Method: method, Shards: shards, Reads: reps, P50MS: ms(percentile(lat, 50)), P99MS: ms(percentile(lat, 99)),
-		BilledReads: (shards + 999) / 1000, Value: value}, nil
+	l.Method, l.Shards, l.BilledReads, l.Value = method, shards, (shards+999)/1000, value
+	return l, nil
 }
 
 // SweepReport is one pass of the full audit ({"full": true}) over many

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/instruments"
@@ -19,7 +18,8 @@ var (
 
 func pick(vals []string) string { return vals[rand.IntN(len(vals))] }
 
-// randomInstrument is a price update of seed 003's shape, timestamped now.
+// randomInstrument is a price update of the sharded-timestamps example's
+// shape, timestamped now.
 func randomInstrument() instruments.Instrument {
 	return instruments.Instrument{
 		Symbol:         fmt.Sprintf("SYM%d", rand.IntN(500)),
@@ -59,17 +59,10 @@ func QueryLatency(ctx context.Context, store *instrumentstore.Store, shards, doc
 			return ReadLatency{}, err
 		}
 	}
-	var lat []time.Duration
-	for i := range reps + 2 {
-		t0 := time.Now()
-		if _, _, err := store.Query(ctx, "exchange", pick(exchanges), 20, ""); err != nil {
-			return ReadLatency{}, err
-		}
-		if i >= 2 {
-			lat = append(lat, time.Since(t0))
-		}
-	}
-	slices.Sort(lat)
-	return ReadLatency{Method: "queryInstruments", Shards: shards, Reads: reps,
-		P50MS: ms(percentile(lat, 50)), P99MS: ms(percentile(lat, 99))}, nil
+	l, err := timed(ctx, reps, func(ctx context.Context) error {
+		_, _, err := store.Query(ctx, "exchange", pick(exchanges), 20, "")
+		return err
+	})
+	l.Method, l.Shards = "queryInstruments", shards
+	return l, err
 }

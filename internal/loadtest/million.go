@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
 )
 
 // MillionReport is the scale benchmark of reconcile's activity index: many
@@ -278,35 +278,14 @@ func staleOf(samples []time.Duration) Staleness {
 // one and several times that from four.
 func (r *Raw) BulkCounters(ctx context.Context, n, writers int, id func(int) string) error {
 	created := time.Now()
-	var next atomic.Int64
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for w := range writers {
-		wg.Go(func() {
-			bw := r.Client.BulkWriter(ctx)
-			var jobs []*firestore.BulkWriterJob
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				job, err := bw.Create(r.Client.Doc("counters/"+id(i)), map[string]any{"num_shards": 1, "count": 0,
-					"rollup_as_of": time.Unix(0, 0), "created_at": created, "owner": "", "origin": "admin", "ranked": true})
-				if err != nil {
-					errs[w] = err
-					break
-				}
-				jobs = append(jobs, job)
-			}
-			bw.End()
-			for _, j := range jobs {
-				if _, err := j.Results(); err != nil && errs[w] == nil {
-					errs[w] = err
-				}
-			}
+		g.Go(func() error {
+			return r.bulk(ctx, w*n/writers, (w+1)*n/writers, func(i int) map[string]map[string]any {
+				return map[string]map[string]any{"counters/" + id(i): {"num_shards": 1, "count": 0,
+					"rollup_as_of": time.Unix(0, 0), "created_at": created, "owner": "", "origin": "admin", "ranked": true}}
+			})
 		})
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.Wait()
 }

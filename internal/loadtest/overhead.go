@@ -2,10 +2,7 @@ package loadtest
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"slices"
-	"strings"
 )
 
 // OverheadReport is increments per second on a hot counter through a
@@ -52,8 +49,8 @@ func Overhead(ctx context.Context, off, on *Functions, o Options, shards, rounds
 	return rep, nil
 }
 
-// medianCPU is the median server CPU per increment of runs, in µs.
-func medianCPU(runs []Report) float64 {
+// MedianCPU is the median server CPU per increment of runs, in µs.
+func MedianCPU(runs []Report) float64 {
 	return median(runs, func(r Report) float64 {
 		if r.Cost == nil {
 			return 0
@@ -62,8 +59,8 @@ func medianCPU(runs []Report) float64 {
 	})
 }
 
-// medianRate is the median throughput of runs.
-func medianRate(runs []Report) float64 {
+// MedianRate is the median throughput of runs.
+func MedianRate(runs []Report) float64 {
 	return median(runs, func(r Report) float64 { return r.Throughput })
 }
 
@@ -72,12 +69,12 @@ func median(runs []Report, of func(Report) float64) float64 {
 	for i, r := range runs {
 		values[i] = of(r)
 	}
-	return middle(values)
+	return Middle(values)
 }
 
-// middle is the median of values (sorted in place): the mean of the two
+// Middle is the median of values (sorted in place): the mean of the two
 // middle ones when their number is even.
-func middle(values []float64) float64 {
+func Middle(values []float64) float64 {
 	slices.Sort(values)
 	n := len(values)
 	switch {
@@ -88,38 +85,3 @@ func middle(values []float64) float64 {
 	}
 	return values[n/2]
 }
-
-// Markdown writes the report's table and verdict.
-func (r OverheadReport) Markdown(w io.Writer, command string) {
-	off, on := medianRate(r.Off), medianRate(r.On)
-	fmt.Fprintf(w, "**Telemetry's cost** (`%s`: a hot counter, 1 shard, c=64, through a function server with telemetry off and one exporting traces and metrics to an OTLP receiver in a third process; a warm-up round each, then %d rounds each, in pairs alternating off-on, on-off; the medians):\n\n", command, len(r.Off))
-	fmt.Fprintln(w, "| telemetry | inc/s (median) | rounds | server CPU per increment (median) | exact |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---|")
-	for _, side := range []struct {
-		name string
-		runs []Report
-		rate float64
-	}{{"off", r.Off, off}, {"on", r.On, on}} {
-		var rounds []string
-		exact := true
-		for _, run := range side.runs {
-			rounds = append(rounds, fmt.Sprintf("%.0f", run.Throughput))
-			exact = exact && run.Check != nil && run.Check.Exact
-		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %.1f µs | %v |\n", side.name, side.rate, joinComma(rounds), medianCPU(side.runs), exact)
-	}
-	// Each pair ran back to back: the median of their ratios is the cost,
-	// less swayed by the machine's drift than the ratio of the medians.
-	ratios := make([]float64, min(len(r.On), len(r.Off)))
-	for i := range ratios {
-		ratios[i] = r.On[i].Throughput / max(r.Off[i].Throughput, 1)
-	}
-	lower := 100 * (1 - middle(ratios))
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| target | this run | |")
-	fmt.Fprintln(w, "|---|---|---|")
-	fmt.Fprintf(w, "| at most 5%% fewer increments/s with telemetry on | %.1f%% fewer (the median of the pairs' ratios); server CPU per increment %+.1f%% | %s |\n",
-		lower, 100*(medianCPU(r.On)/max(medianCPU(r.Off), 1e-9)-1), verdict(lower <= 5))
-}
-
-func joinComma(s []string) string { return strings.Join(s, ", ") }

@@ -294,22 +294,28 @@ func (r *Raw) Eventual(ctx context.Context, id string) (int64, time.Time, error)
 // Counters writes n counters of one shard each straight to Firestore, the
 // roll-up of every tenth one stale, for the reconcile sweep to check.
 func (r *Raw) Counters(ctx context.Context, prefix string, n int) error {
-	bw := r.Client.BulkWriter(ctx)
-	var jobs []*firestore.BulkWriterJob
-	for i := range n {
+	return r.bulk(ctx, 0, n, func(i int) map[string]map[string]any {
 		id := fmt.Sprintf("%s-%06d", prefix, i)
 		rolled := 2 // the shard's count
 		if i%10 == 0 {
 			rolled = 1 // stale: reconcile corrects it
 		}
-		for _, w := range []struct {
-			path string
-			data map[string]any
-		}{
-			{"counters/" + id, map[string]any{"num_shards": 1, "count": rolled, "rollup_as_of": time.Unix(0, 0)}},
-			{"counters/" + id + "/shards/0", map[string]any{"count": 2, "commits": 1, "slow": 0}},
-		} {
-			job, err := bw.Set(r.Client.Doc(w.path), w.data)
+		return map[string]map[string]any{
+			"counters/" + id:               {"num_shards": 1, "count": rolled, "rollup_as_of": time.Unix(0, 0)},
+			"counters/" + id + "/shards/0": {"count": 2, "commits": 1, "slow": 0},
+		}
+	})
+}
+
+// bulk sets, with one BulkWriter, the documents docs(i) gives (by path)
+// for i in [from, to), and waits for every one.
+func (r *Raw) bulk(ctx context.Context, from, to int, docs func(i int) map[string]map[string]any) error {
+	bw := r.Client.BulkWriter(ctx)
+	defer bw.End()
+	var jobs []*firestore.BulkWriterJob
+	for i := from; i < to; i++ {
+		for path, data := range docs(i) {
+			job, err := bw.Set(r.Client.Doc(path), data)
 			if err != nil {
 				return err
 			}
@@ -333,20 +339,7 @@ func (r *Raw) ShardDocs(ctx context.Context, id string) (int, error) {
 
 // Fill sets every shard of counter id to 1, so reads touch all of them.
 func (r *Raw) Fill(ctx context.Context, id string, shards int) error {
-	bw := r.Client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, shards)
-	for i := range shards {
-		job, err := bw.Set(r.Client.Doc("counters/"+id+"/shards/"+strconv.Itoa(i)), map[string]any{"count": 1})
-		if err != nil {
-			return err
-		}
-		jobs[i] = job
-	}
-	bw.End()
-	for _, j := range jobs {
-		if _, err := j.Results(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.bulk(ctx, 0, shards, func(i int) map[string]map[string]any {
+		return map[string]map[string]any{"counters/" + id + "/shards/" + strconv.Itoa(i): {"count": 1}}
+	})
 }

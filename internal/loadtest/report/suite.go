@@ -1,39 +1,41 @@
-package loadtest
+package report
 
 import (
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 // Suite is everything the benchmark suite measured in one run.
 type Suite struct {
-	Command    string         `json:"command"`
-	Machine    string         `json:"machine"`
-	RunSeconds float64        `json:"run_seconds"`
-	Rounds     int            `json:"rounds"`
-	CadenceS   float64        `json:"cadence_s"` // ROLLUP_CADENCE of the servers
-	Increments []Report       `json:"increments"`
-	Reads      []ReadLatency  `json:"reads"`
-	Lag        *LagReport     `json:"rollup_lag,omitempty"`
-	Soak       *SoakReport    `json:"soak,omitempty"`
-	Reshard    *ReshardReport `json:"reshard,omitempty"`
-	Sweep      *SweepReport   `json:"sweep,omitempty"`
-	Queries    []ReadLatency  `json:"instrument_queries"`
+	Command    string                  `json:"command"`
+	Machine    string                  `json:"machine"`
+	RunSeconds float64                 `json:"run_seconds"`
+	Rounds     int                     `json:"rounds"`
+	CadenceS   float64                 `json:"cadence_s"` // ROLLUP_CADENCE of the servers
+	Increments []loadtest.Report       `json:"increments"`
+	Reads      []loadtest.ReadLatency  `json:"reads"`
+	Lag        *loadtest.LagReport     `json:"rollup_lag,omitempty"`
+	Soak       *loadtest.SoakReport    `json:"soak,omitempty"`
+	Reshard    *loadtest.ReshardReport `json:"reshard,omitempty"`
+	Sweep      *loadtest.SweepReport   `json:"sweep,omitempty"`
+	Queries    []loadtest.ReadLatency  `json:"instrument_queries"`
 	// What apps count with: likes, several instances, time windows.
-	Likes     []LikesReport     `json:"likes,omitempty"`
-	FirstLike *FirstLikesReport `json:"first_likes,omitempty"`
-	Instances *InstancesReport  `json:"instances,omitempty"`
-	Windows   *WindowsReport    `json:"windows,omitempty"`
-	Million   *MillionReport    `json:"million,omitempty"`
+	Likes     []loadtest.LikesReport     `json:"likes,omitempty"`
+	FirstLike *loadtest.FirstLikesReport `json:"first_likes,omitempty"`
+	Instances *loadtest.InstancesReport  `json:"instances,omitempty"`
+	Windows   *loadtest.WindowsReport    `json:"windows,omitempty"`
+	Million   *loadtest.MillionReport    `json:"million,omitempty"`
 }
 
 // Modes the increments benchmark runs, in the tables' order.
 var suiteModes = []string{"functions", "functions, no group commit", "raw"}
 
 // find returns the increments report of a mode, shard count and concurrency.
-func (s *Suite) find(mode string, shards, c int) *Report {
+func find(s *Suite, mode string, shards, c int) *loadtest.Report {
 	for i, r := range s.Increments {
 		if r.Mode == mode && r.Shards == shards && r.Concurrency == c {
 			return &s.Increments[i]
@@ -42,7 +44,7 @@ func (s *Suite) find(mode string, shards, c int) *Report {
 	return nil
 }
 
-func (s *Suite) axes() (shards, conc []int) {
+func axes(s *Suite) (shards, conc []int) {
 	for _, r := range s.Increments {
 		if !slices.Contains(shards, r.Shards) {
 			shards = append(shards, r.Shards)
@@ -57,7 +59,7 @@ func (s *Suite) axes() (shards, conc []int) {
 }
 
 // Markdown writes the tables of bench/README.md.
-func (s *Suite) Markdown(w io.Writer) {
+func Markdown(w io.Writer, s *Suite) {
 	fmt.Fprintf(w, "Produced by `%s` on %s.\n\n", s.Command, s.Machine)
 
 	fmt.Fprintf(w, "**Increments** (one hot counter, +1 each; the modes alternate, %d runs of %.0f s each, the median kept; "+
@@ -65,10 +67,10 @@ func (s *Suite) Markdown(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| shards | concurrency | group commit inc/s | p99 | commits/inc | no group commit inc/s | p99 | commits/inc | raw inc/s | raw p99 | group commit / raw | exact |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	shards, conc := s.axes()
+	shards, conc := axes(s)
 	for _, n := range shards {
 		for _, c := range conc {
-			g, o, r := s.find(suiteModes[0], n, c), s.find(suiteModes[1], n, c), s.find(suiteModes[2], n, c)
+			g, o, r := find(s, suiteModes[0], n, c), find(s, suiteModes[1], n, c), find(s, suiteModes[2], n, c)
 			if g == nil || r == nil {
 				continue
 			}
@@ -76,7 +78,7 @@ func (s *Suite) Markdown(w io.Writer) {
 				n, c, g.Throughput, g.P99, perInc(g), rate(o), p99(o), perInc(o), r.Throughput, r.P99, g.Throughput/r.Throughput, exact(g, o, r))
 		}
 	}
-	s.targets(w)
+	targets(w, s)
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "**Strong reads** (every shard holds a value; billed reads per Firestore pricing):")
@@ -157,8 +159,8 @@ func (s *Suite) Markdown(w io.Writer) {
 			1e6/perSec/60, 1e6/perSec/240*0.25, float64(sw.Reads)/float64(sw.Checked), float64(sw.Aggregations)/float64(sw.Checked))
 	}
 
-	s.appsMarkdown(w)
-	s.Million.markdown(w)
+	appsMarkdown(w, s)
+	Million(w, s.Million)
 
 	if len(s.Queries) > 0 {
 		fmt.Fprintln(w)
@@ -173,9 +175,9 @@ func (s *Suite) Markdown(w io.Writer) {
 }
 
 // targets judges the group-commit targets of issue 12 on this run.
-func (s *Suite) targets(w io.Writer) {
+func targets(w io.Writer, s *Suite) {
 	ratio := func(n, c int) (float64, bool) {
-		g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+		g, r := find(s, suiteModes[0], n, c), find(s, suiteModes[2], n, c)
 		if g == nil || r == nil || r.Throughput == 0 {
 			return 0, false
 		}
@@ -191,10 +193,10 @@ func (s *Suite) targets(w io.Writer) {
 		fmt.Fprintf(w, "| 10 shards, c=64: group commit ≥ 1.2× raw | %.2f× | %s |\n", v, verdict(v >= 1.2))
 	}
 	worst, p99ok, p99s := 0.0, true, []string{}
-	shards, conc := s.axes()
+	shards, conc := axes(s)
 	for _, n := range shards {
 		for _, c := range conc {
-			g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+			g, r := find(s, suiteModes[0], n, c), find(s, suiteModes[2], n, c)
 			if g == nil || r == nil {
 				continue
 			}
@@ -222,28 +224,28 @@ func (s *Suite) targets(w io.Writer) {
 	fmt.Fprintf(w, "| every run exact | %v | %s |\n", allExact, verdict(allExact))
 }
 
-func rate(r *Report) string {
+func rate(r *loadtest.Report) string {
 	if r == nil {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f", r.Throughput)
 }
 
-func p99(r *Report) string {
+func p99(r *loadtest.Report) string {
 	if r == nil {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f ms", r.P99)
 }
 
-func perInc(r *Report) string {
+func perInc(r *loadtest.Report) string {
 	if r == nil || r.Cost == nil {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", r.Cost.CommitsPerIncrement)
 }
 
-func costField(c *Cost, commits bool) string {
+func costField(c *loadtest.Cost, commits bool) string {
 	switch {
 	case c == nil:
 		return "–"
@@ -261,7 +263,7 @@ func mibs(v []float64) string {
 	return strings.Join(parts, ", ")
 }
 
-func exact(rs ...*Report) string {
+func exact(rs ...*loadtest.Report) string {
 	for _, r := range rs {
 		if r.Check == nil || !r.Check.Exact {
 			return "**no**"
@@ -270,7 +272,7 @@ func exact(rs ...*Report) string {
 	return "yes"
 }
 
-func lagText(c *Check) string {
+func lagText(c *loadtest.Check) string {
 	if c == nil || c.RollupLagMS == nil {
 		return "n/a"
 	}
@@ -280,7 +282,7 @@ func lagText(c *Check) string {
 	return fmt.Sprintf("%.0f ms", *c.RollupLagMS)
 }
 
-func rateText(l *LagReport) string {
+func rateText(l *loadtest.LagReport) string {
 	if l.TargetRate == 0 {
 		return "as fast as possible"
 	}

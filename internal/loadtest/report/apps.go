@@ -1,14 +1,16 @@
-package loadtest
+package report
 
 import (
 	"fmt"
 	"io"
+
+	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 // appsMarkdown writes the sections about what apps count with: likes,
 // several instances, and time windows.
-func (s *Suite) appsMarkdown(w io.Writer) {
-	s.likesMarkdown(w)
+func appsMarkdown(w io.Writer, s *Suite) {
+	likesMarkdown(w, s)
 	if fl := s.FirstLike; fl != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "**A post's first like** (%d posts whose likes counter, of the kind `likes`, nobody created: each one's first like creates it in the commit that counts it; then a second user's like of each; the function server's own counts, per like):\n\n", fl.Posts)
@@ -16,7 +18,7 @@ func (s *Suite) appsMarkdown(w io.Writer) {
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 		for _, r := range []struct {
 			name string
-			p    PerLike
+			p    loadtest.PerLike
 		}{{"the first (creates the counter)", fl.First}, {"a later one", fl.Later}} {
 			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.1f ms | %.1f ms |\n", r.name, r.p.Commits, r.p.Writes, r.p.Reads, r.p.P50MS, r.p.P99MS)
 		}
@@ -35,7 +37,7 @@ func (s *Suite) appsMarkdown(w io.Writer) {
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
 		for _, r := range []struct {
 			n int
-			r Report
+			r loadtest.Report
 		}{{1, in.HotOne}, {2, in.HotTwo}} {
 			fmt.Fprintf(w, "| hot counter, 10 shards, c=%d | %d | %.0f | %.1f ms | %s | %s |\n", r.r.Concurrency, r.n, r.r.Throughput, r.r.P99, perInc(&r.r), exact(&r.r))
 		}
@@ -45,7 +47,7 @@ func (s *Suite) appsMarkdown(w io.Writer) {
 			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
 			for _, r := range []struct {
 				n int
-				l *LagReport
+				l *loadtest.LagReport
 			}{{1, in.RollupOne}, {2, in.RollupTwo}} {
 				reads, aggs, commits, _ := perCadence(r.l, s.CadenceS)
 				fmt.Fprintf(w, "| events to %d instance(s) | %d | %.2f | %.2f | %.2f | %.0f ms | %v |\n", r.n, r.n, reads, aggs, commits, r.l.LagP99MS, r.l.Check != nil && r.l.Check.Exact)
@@ -61,7 +63,7 @@ func (s *Suite) appsMarkdown(w io.Writer) {
 			fmt.Fprintln(w, "|---|---:|---:|---:|")
 			for _, r := range []struct {
 				name string
-				l    *LagReport
+				l    *loadtest.LagReport
 			}{{"WINDOWS=on", win.On}, {"WINDOWS=off", win.Off}} {
 				_, _, commits, writes := perCadence(r.l, s.CadenceS)
 				perInc := 0.0
@@ -82,11 +84,11 @@ func (s *Suite) appsMarkdown(w io.Writer) {
 	}
 }
 
-func (s *Suite) likesMarkdown(w io.Writer) {
+func likesMarkdown(w io.Writer, s *Suite) {
 	if len(s.Likes) == 0 {
 		return
 	}
-	var fn, raw *LikesReport
+	var fn, raw *loadtest.LikesReport
 	for i := range s.Likes {
 		switch s.Likes[i].Mode {
 		case "functions":
@@ -127,7 +129,7 @@ func (s *Suite) likesMarkdown(w io.Writer) {
 }
 
 // perCadence is a lag run's roll-up operations per cadence.
-func perCadence(l *LagReport, cadenceS float64) (reads, aggs, commits, writes float64) {
+func perCadence(l *loadtest.LagReport, cadenceS float64) (reads, aggs, commits, writes float64) {
 	c := l.Cost
 	if c == nil || l.Seconds == 0 {
 		return 0, 0, 0, 0

@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 
 // SVG writes a grouped bar chart of increments per second by shard count,
 // one bar per mode and concurrency.
-func (s *Suite) SVG(w io.Writer) {
-	shards, conc := s.axes()
+func SVG(w io.Writer, s *Suite) {
+	shards, conc := axes(s)
 	type series struct {
 		mode  string
 		c     int
@@ -19,7 +19,7 @@ func (s *Suite) SVG(w io.Writer) {
 	palette := map[string][]string{suiteModes[0]: {"#1a73e8", "#0b3d91"}, suiteModes[1]: {"#9aa0a6", "#5f6368"}, suiteModes[2]: {"#f9ab00", "#b06000"}}
 	for i, c := range conc {
 		for _, m := range suiteModes {
-			if s.find(m, shards[0], c) != nil {
+			if find(s, m, shards[0], c) != nil {
 				all = append(all, series{m, c, palette[m][i%2]})
 			}
 		}
@@ -50,7 +50,7 @@ func (s *Suite) SVG(w io.Writer) {
 	for gi, n := range shards {
 		gx := float64(left) + groupW*float64(gi) + groupW*0.1
 		for si, se := range all {
-			r := s.find(se.mode, n, se.c)
+			r := find(s, se.mode, n, se.c)
 			if r == nil {
 				continue
 			}
@@ -100,8 +100,8 @@ func niceCeil(v float64) float64 {
 // GroupCommitSVG charts, by concurrency, the increments per second (left)
 // and the commits per increment (right) of each shard count with group
 // commit, against the raw client's rate.
-func (s *Suite) GroupCommitSVG(w io.Writer) {
-	shards, conc := s.axes()
+func GroupCommitSVG(w io.Writer, s *Suite) {
+	shards, conc := axes(s)
 	const (
 		width, height     = 760, 360
 		panelW, panelH    = 300, 220
@@ -157,7 +157,7 @@ func (s *Suite) GroupCommitSVG(w io.Writer) {
 		color := colors[si%len(colors)]
 		var rates, raws, cpis []float64
 		for _, c := range conc {
-			g, r := s.find(suiteModes[0], n, c), s.find(suiteModes[2], n, c)
+			g, r := find(s, suiteModes[0], n, c), find(s, suiteModes[2], n, c)
 			rates, raws, cpis = append(rates, -1), append(raws, -1), append(cpis, -1)
 			if g != nil {
 				rates[len(rates)-1] = g.Throughput

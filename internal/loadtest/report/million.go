@@ -1,14 +1,15 @@
-package loadtest
+package report
 
 import (
 	"fmt"
 	"io"
+
+	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 // Markdown writes the scale benchmark's section of bench/README.md.
-func (m *MillionReport) Markdown(w io.Writer) { m.markdown(w) }
 
-func (m *MillionReport) markdown(w io.Writer) {
+func Million(w io.Writer, m *loadtest.MillionReport) {
 	if m == nil {
 		return
 	}
@@ -22,7 +23,7 @@ func (m *MillionReport) markdown(w io.Writer) {
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range []struct {
 		name string
-		r    ReconcileRuns
+		r    loadtest.ReconcileRuns
 	}{{fmt.Sprintf("after %d counters were active", m.Active), m.Scheduled}, {"the next run, nothing written", m.Idle}} {
 		fmt.Fprintf(w, "| %s | %d | %.1f s | %d | %d | %d | %d | %d | %.2f |\n", r.name, r.r.Calls, r.r.Seconds, r.r.Checked, r.r.Corrected,
 			r.r.Reads, r.r.Aggregations, r.r.Commits, float64(r.r.Reads+r.r.Aggregations)/float64(max(1, m.Active)))
@@ -30,7 +31,7 @@ func (m *MillionReport) markdown(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| read over every counter | p50 | p99 |")
 	fmt.Fprintln(w, "|---|---:|---:|")
-	for _, l := range []ReadLatency{m.TopAll, m.TopHour, m.List} {
+	for _, l := range []loadtest.ReadLatency{m.TopAll, m.TopHour, m.List} {
 		fmt.Fprintf(w, "| `%s` | %.1f ms | %.1f ms |\n", l.Method, l.P50MS, l.P99MS)
 	}
 	fmt.Fprintln(w)
