@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds shardcount's web client (clients/web) as an npm package into
+# Builds shardcount's web client (client/web) as an npm package into
 # OUT_DIR: dist/index.js (ESM; firebase is your app's), dist/index.d.ts
 # (its TypeScript types) and package.json. Install it in your app:
 #
@@ -7,7 +7,7 @@
 #   (cd ../my-app && npm install ./vendor/shardcount-client)
 #
 # OUT_DIR is relative to where you run it. An app whose bundler compiles
-# TypeScript (Vite, esbuild) may import clients/web/src/index.ts instead.
+# TypeScript (Vite, esbuild) may import client/web/src/index.ts instead.
 set -euo pipefail
 unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
 out=${1:?usage: scripts/build-client.sh OUT_DIR}
@@ -16,8 +16,8 @@ out=$(cd -- "$out" && pwd)
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 sc_npm_ci
-node_modules/.bin/tsc -p clients/web --outDir "$out/dist"
-node_modules/.bin/esbuild clients/web/src/index.ts --bundle --format=esm --platform=neutral \
+node_modules/.bin/tsc -p client/web --outDir "$out/dist"
+node_modules/.bin/esbuild client/web/src/index.ts --bundle --format=esm --platform=neutral \
   --external:firebase --outfile="$out/dist/index.js" --log-level=warning
-cp clients/web/package.json "$out/package.json"
+cp client/web/package.json "$out/package.json"
 echo "built shardcount-client into $out: npm install $out"

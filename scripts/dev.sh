@@ -168,8 +168,8 @@ fi
 
 echo "serving the web app on 127.0.0.1:$WEB_PORT (esbuild)…"
 # esbuild's server stops when its standard input closes: keep one open.
-sc_start web "$tmp/web.log" bash -c 'sleep infinity | exec "$@"' _ node_modules/.bin/esbuild web/app.js --bundle --format=esm \
-  --outdir=web/dist --servedir=web --serve="127.0.0.1:$WEB_PORT" --log-level=warning
+sc_start web "$tmp/web.log" bash -c 'sleep infinity | exec "$@"' _ node_modules/.bin/esbuild examples/web-app/app.js --bundle --format=esm \
+  --outdir=examples/web-app/dist --servedir=examples/web-app --serve="127.0.0.1:$WEB_PORT" --log-level=warning
 sc_wait_http "http://127.0.0.1:$WEB_PORT/" 30 "$SC_PID_web" "$tmp/web.log"
 
 base=http://127.0.0.1:$FUNCTIONS_PORT

@@ -1,4 +1,4 @@
-// Package browser drives the web app (web/) in headless Chromium with
+// Package browser drives the web app (examples/web-app) in headless Chromium with
 // chromedp: the real Firebase JS SDK signs in anonymously against the Auth
 // emulator, calls the functions through httpsCallable, and listens to the
 // roll-up with onSnapshot, on a Firestore emulator of its own that runs the
@@ -93,21 +93,21 @@ func chromium() (string, error) {
 	return "", errors.New("no Chromium: install Debian's chromium package (scripts/test.sh does when it can)")
 }
 
-// build bundles web/app.js with the project's esbuild into dir/dist.
+// build bundles examples/web-app/app.js with the project's esbuild into dir/dist.
 func build(t *testing.T, dir string) {
 	t.Helper()
 	esbuild := filepath.Join(root, "node_modules", ".bin", "esbuild")
 	if _, err := os.Stat(esbuild); err != nil {
 		testenv.NeedEmulators(t, fmt.Errorf("node_modules/.bin/esbuild is missing: run npm ci (scripts/test.sh does)"))
 	}
-	html, err := os.ReadFile(filepath.Join(root, "web", "index.html"))
+	html, err := os.ReadFile(filepath.Join(root, "examples", "web-app", "index.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), html, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(esbuild, filepath.Join(root, "web", "app.js"), "--bundle", "--format=esm",
+	cmd := exec.Command(esbuild, filepath.Join(root, "examples", "web-app", "app.js"), "--bundle", "--format=esm",
 		"--outfile="+filepath.Join(dir, "dist", "app.js"), "--log-level=warning")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {

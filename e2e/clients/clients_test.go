@@ -1,4 +1,4 @@
-// Package clients runs shardcount's web client (clients/web) the way apps
+// Package clients runs shardcount's web client (client/web) the way apps
 // run it: built by scripts/build-client.sh (type-checked with TypeScript,
 // bundled with esbuild), installed in an app, in Node with the Firebase JS
 // SDK against scripts/dev.sh, its retry rule against answers

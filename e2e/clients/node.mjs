@@ -1,4 +1,4 @@
-// shardcount's web client (clients/web, installed as shardcount-client) in Node with the Firebase JS SDK, against scripts/dev.sh: a user
+// shardcount's web client (client/web, installed as shardcount-client) in Node with the Firebase JS SDK, against scripts/dev.sh: a user
 // likes, unlikes and likes again a post nobody created, the heart and the
 // count live from their documents; views and rankings. With MODE=retry the
 // functions are a stand-in that answers unavailable, then

@@ -17,8 +17,7 @@ import (
 )
 
 // IncrementItem is one increment: a delta (default 1) or an action_type
-// (a post's like, view or share, as the source design names them), and an
-// optional idempotency key.
+// ("increment", "decrement"), and an optional idempotency key.
 type IncrementItem struct {
 	CounterID      *string `json:"counter_id"`
 	Delta          *int64  `json:"delta"`

@@ -302,7 +302,8 @@ func ValidateDelta(d int64) error {
 	return nil
 }
 
-// DeltaFor maps seed 004's action_type to a delta.
+// DeltaFor maps an action_type ("increment", "decrement";
+// docs/reference/api.md) to a delta.
 func DeltaFor(action string) (int64, error) {
 	switch action {
 	case "increment":

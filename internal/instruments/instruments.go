@@ -1,7 +1,8 @@
-// Package instruments holds the rules of seed 003's example of sharded
-// timestamps: price updates of financial instruments, written with a random
-// shard and queried by one field, newest first. It knows nothing of storage
-// (internal/firestoredb stores them) nor of HTTP.
+// Package instruments holds the rules of the sharded-timestamps example
+// (docs/instruments.md, after Firestore's page on sharded timestamps):
+// price updates of financial instruments, written with a random shard and
+// queried by one field, newest first. It knows nothing of storage
+// (internal/store/instrumentstore keeps them) nor of HTTP.
 package instruments
 
 import (

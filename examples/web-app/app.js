@@ -1,6 +1,6 @@
 // The reference app of shardcount: a post's views and likes, counters of
 // the kinds views and likes (scripts/dev.sh declares them), through
-// shardcount's client (clients/web) on the Firebase JS SDK: a view or a
+// shardcount's client (client/web) on the Firebase JS SDK: a view or a
 // like is one callable, the totals and the heart live from their
 // documents, the last hour's history and what is trending.
 // scripts/dev.sh bundles it with esbuild and serves this directory; the
@@ -11,7 +11,7 @@ import { initializeAppCheck, CustomProvider, ReCaptchaEnterpriseProvider } from 
 import { getAuth, connectAuthEmulator, signInAnonymously } from "firebase/auth";
 import { getFirestore, connectFirestoreEmulator } from "firebase/firestore";
 import { getFunctions, connectFunctionsEmulator, httpsCallable } from "firebase/functions";
-import { shardcount } from "../clients/web/src/index.ts";
+import { shardcount } from "../../client/web/src/index.ts";
 
 const params = new URLSearchParams(location.search);
 const setting = (name, fallback) => params.get(name) || fallback;
