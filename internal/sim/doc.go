@@ -1,20 +1,16 @@
 // Package sim is a deterministic simulation of the whole counters service,
-// in its tests: several function instances, each with its own store
-// (internal/firestoredb, its caches), its group commit and its roll-up,
-// on one model of Firestore (internal/fsmodel, held to the emulator by
-// its differential test), with a virtual clock, trigger events that are
-// duplicated, reordered, delayed and lost, Firestore calls that fail
-// before or after they apply, time out or are cut short, and the lifecycle
-// of counters: creation over tombstones, increments with and without keys,
-// likes, batches, reshards, resets, deletions, reconcile and strong reads.
+// in its tests: one to three instances of the real service (handlers,
+// edge, core, group commit, stores, roll-up and reconcile) in a
+// testing/synctest bubble, on one model of Firestore (internal/fsmodel,
+// held to the emulator by its differential test), with calls that apply
+// at any time up to their deadline and fail before or after they apply,
+// events delivered at least once and in any order, clients that retry,
+// give up, reuse keys and pour into hot counters.
 //
-// A scheduler (internal/simsched) lets one goroutine run at a time: every
-// Firestore call and every sleep hands control back to it, and it picks
-// what happens next from a seeded source, so a seed replays exactly the
-// same schedule:
+// One seed replays one schedule exactly:
 //
 //	go test ./internal/sim -run TestSimulation -seed 1234 -v
 //
-// The invariants (docs/design/simulation.md) are checked after every
-// commit and at quiescence.
+// docs/design/simulation.md says what runs for real, what the environment
+// does, and which invariant checks which promise.
 package sim
