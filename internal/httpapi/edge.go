@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
@@ -65,8 +66,11 @@ type Request struct {
 // Decode reads the request's input into dst (a pointer to a struct with
 // json tags), strictly; errors are INVALID_ARGUMENT and name the field.
 func (r *Request) Decode(dst any) error {
-	if r.input == nil {
+	switch {
+	case r.input == nil:
 		return UnmarshalQuery(r.query, dst)
+	case r.Callable:
+		return unmarshal(r.input, dst, callableIntegers)
 	}
 	return Unmarshal(r.input, dst)
 }
@@ -165,14 +169,14 @@ func (e *Edge) Handler(ep Endpoint) http.HandlerFunc {
 			attrs = append(attrs, slog.String("protocol", "callable"))
 		}
 		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
+			attrs = append(attrs, slog.String("error", capped(err.Error())))
 		}
 		attrs = append(attrs, slog.Group("httpRequest",
-			slog.String("requestMethod", r.Method),
-			slog.String("requestUrl", r.URL.RequestURI()),
+			slog.String("requestMethod", capped(r.Method)),
+			slog.String("requestUrl", capped(r.URL.RequestURI())),
 			slog.Int("status", status),
 			slog.String("latency", fmt.Sprintf("%.6fs", time.Since(start).Seconds())),
-			slog.String("userAgent", r.UserAgent()),
+			slog.String("userAgent", capped(r.UserAgent())),
 		))
 		logging.FromContext(ctx).LogAttrs(ctx, level, "request", attrs...)
 	}
@@ -203,16 +207,18 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	defer edge.End() // when a check answers; ending twice is a no-op
 
 	// The cheapest checks come first, each before the work of the next:
-	// the method and the content type, the size (the body is read but not
-	// parsed), the caller's ID token and App Check token, the caller's
-	// budget for a call, and only then the body's JSON.
+	// the method and the content type, the size the request declares, the
+	// caller's ID token and App Check token (both in its headers), the
+	// caller's budget for a call, and only then its body, read and parsed:
+	// a request refused before leaves its body unread, and its connection
+	// is closed rather than drained.
 	// Before the body is read, a public function's caller may be a
 	// callable SDK or a plain client: its errors take both shapes.
 	early := WriteError
 	if ep.Public {
 		early = writeEarlyError
 	}
-	var body []byte
+	post := false
 	switch {
 	case r.Method == http.MethodGet && ep.Method == http.MethodGet:
 	case r.Method == http.MethodPost && (ep.Method == http.MethodPost || ep.Public):
@@ -223,12 +229,18 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 			return early(w, &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
 				Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))})
 		}
-		var err error
-		if body, err = readBody(w, r, ep.MaxBody); err != nil {
-			return early(w, err)
+		if r.ContentLength > ep.MaxBody {
+			return early(w, tooLarge(ep.MaxBody))
 		}
+		post = true
 	default:
 		return notAllowed("")
+	}
+	refuse := func(err error) (int, error) {
+		if post {
+			w.Header().Set("Connection", "close") // the body stays unread
+		}
+		return early(w, err)
 	}
 
 	ctx := r.Context()
@@ -243,28 +255,35 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 			if errs.Is(err, errs.Unauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="firebase"`)
 			}
-			return writeEarlyError(w, err)
+			return refuse(err)
 		}
 		if err := e.checkApp(ctx, ep, req); err != nil {
-			return writeEarlyError(w, err)
+			return refuse(err)
 		}
 	}
 	ctx, led := ledger.New(ctx, req.Admin || !ep.Public)
 	defer e.audit(ctx, led)
 	if ep.Public {
 		if err := e.Backend.Admit(ctx, req); err != nil {
-			return writeEarlyError(w, err)
+			return refuse(err)
 		}
 	}
 	if err := e.consumeApp(ctx, req); err != nil {
-		return writeEarlyError(w, err)
+		return refuse(err)
+	}
+	var body []byte
+	if post {
+		var err error
+		if body, err = readBody(w, r, ep.MaxBody); err != nil {
+			return early(w, err)
+		}
 	}
 
 	switch data, callable := callableData(body); {
 	case body == nil:
 		req.query = r.URL.Query()
 	case callable && ep.Public:
-		req.Callable, req.input = true, unwrapIntegers(data)
+		req.Callable, req.input = true, data
 	case ep.Method != http.MethodPost:
 		return notAllowed(callableHint)
 	default:
@@ -349,4 +368,22 @@ func (e *Edge) allowOrigin(origin string) string {
 		return origin
 	}
 	return ""
+}
+
+// maxLogged bounds what a request's log line takes from it (its URL, its
+// user agent, an error that quotes it): a client sends up to a megabyte
+// of headers, which must not become a megabyte a line.
+const maxLogged = 512
+
+// capped is s cut to maxLogged bytes, on a character's boundary, marked
+// as cut.
+func capped(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -377,3 +377,27 @@ func TestPanicIsAnInternalError(t *testing.T) {
 		t.Errorf("the panic and its stack are not logged:\n%s", logs.String())
 	}
 }
+
+// TestLogLinesAreBounded: a request's log line takes at most 512 bytes of
+// each thing the client sent (a 1 MB User-Agent, a long URL), even on a
+// 401 before anything else.
+func TestLogLinesAreBounded(t *testing.T) {
+	var logs bytes.Buffer
+	e := &Edge{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), AuthRequired: true}
+	h := serve(e, &checks{auth: func() (Authenticator, error) {
+		return func(context.Context, *http.Request) (Caller, error) {
+			return Caller{}, errs.New(errs.Unauthenticated, "bad token")
+		}, nil
+	}}, Endpoint{Name: "x", Method: "GET", Public: true, MaxBody: 100}, echo)
+	huge := strings.Repeat("é", 500_000)
+	r := call(h, "GET", "/x?q="+strings.Repeat("a", 100_000), "", "", "User-Agent", huge, "Authorization", "Bearer x")
+	if r.status != 401 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if n := logs.Len(); n > 4<<10 {
+		t.Errorf("a request's log line is %d bytes", n)
+	}
+	if !strings.Contains(logs.String(), "…") {
+		t.Errorf("no cut is marked: %.300s", logs.String())
+	}
+}

@@ -27,7 +27,10 @@ const MaxDepth = 16
 // encoding/json would accept the first four; the json v2 reference
 // implementation (github.com/go-json-experiment/json, which became
 // encoding/json/v2) rejects them.
-func Unmarshal(body []byte, dst any) error {
+func Unmarshal(body []byte, dst any) error { return unmarshal(body, dst) }
+
+// unmarshal is Unmarshal with more options (a callable's integers).
+func unmarshal(body []byte, dst any, opts ...json.Options) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		if bytes.Equal(trimmed, []byte("null")) {
@@ -41,13 +44,16 @@ func Unmarshal(body []byte, dst any) error {
 	if err := checkDepth(trimmed, MaxDepth); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(trimmed, dst, json.RejectUnknownMembers(true)); err != nil {
+	if err := json.Unmarshal(trimmed, dst, append(opts, json.RejectUnknownMembers(true))...); err != nil {
 		return decodeError(err)
 	}
 	return nil
 }
 
 func decodeError(err error) error {
+	if e, ok := errors.AsType[*errs.Error](err); ok {
+		return e // a type's own decoding refused it, naming the field
+	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return errs.New(errs.InvalidArgument, "request body is truncated JSON")
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -24,22 +25,6 @@ const (
 	maxExact = 1 << 53
 )
 
-// unwrapIntegers rewrites a callable request's data so that the strict
-// decoder sees plain integers: Int64Value and UInt64Value wrappers become
-// their integer, and an integral number written as a double (3.0, 3e2)
-// becomes that integer. Anything else is left as it is, and so is the
-// whole input when it is not valid JSON: Unmarshal then reports the error
-// with the field it is in.
-func unwrapIntegers(data []byte) []byte {
-	var out bytes.Buffer
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
-	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true))
-	if rewrite(dec, enc, unwrapNumber, unwrapObject) != nil {
-		return data
-	}
-	return bytes.TrimSpace(out.Bytes())
-}
-
 // wrapIntegers rewrites a callable result so that every integer past 2^53
 // either way reaches the SDKs whole: as an Int64Value wrapper, which they
 // decode (the JavaScript SDK into a Number, the mobile SDKs into a 64-bit
@@ -48,39 +33,60 @@ func wrapIntegers(result []byte) []byte {
 	var out bytes.Buffer
 	dec := jsontext.NewDecoder(bytes.NewReader(result))
 	enc := jsontext.NewEncoder(&out)
-	if rewrite(dec, enc, wrapNumber, nil) != nil {
+	if (rewriter{number: wrapNumber}).value(dec, enc) != nil {
 		return result
 	}
 	return append(bytes.TrimSpace(out.Bytes()), '\n')
 }
 
-// rewrite copies one JSON value from dec to enc, passing each number to
-// number and each object to object first (nil: none is replaced).
-func rewrite(dec *jsontext.Decoder, enc *jsontext.Encoder,
-	number func(jsontext.Token) jsontext.Value, object func(jsontext.Value) (jsontext.Value, bool)) error {
+// rewriter copies JSON from a decoder to an encoder in one pass, each
+// number through number.
+type rewriter struct {
+	number func(jsontext.Token) jsontext.Value
+}
+
+// value copies one JSON value.
+func (rw rewriter) value(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
 	switch dec.PeekKind() {
 	case '{':
-		if object != nil {
-			raw, err := dec.ReadValue()
-			if err != nil {
+		return rw.object(dec, enc)
+	case '[':
+		if err := copyToken(dec, enc); err != nil {
+			return err
+		}
+		for dec.PeekKind() != ']' {
+			if err := rw.value(dec, enc); err != nil {
 				return err
 			}
-			if v, ok := object(raw); ok {
-				return enc.WriteValue(v)
-			}
-			sub := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
-			return rewriteComposite(sub, enc, number, object)
 		}
-		return rewriteComposite(dec, enc, number, object)
-	case '[':
-		return rewriteComposite(dec, enc, number, object)
+		return copyToken(dec, enc)
 	case '0':
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return err
 		}
-		return enc.WriteValue(number(tok))
+		return enc.WriteValue(rw.number(tok))
 	}
+	return copyToken(dec, enc)
+}
+
+// object copies an object, member by member.
+func (rw rewriter) object(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
+	if err := copyToken(dec, enc); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		if err := copyToken(dec, enc); err != nil { // a member's name
+			return err
+		}
+		if err := rw.value(dec, enc); err != nil {
+			return err
+		}
+	}
+	return copyToken(dec, enc)
+}
+
+func copyToken(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
@@ -88,69 +94,104 @@ func rewrite(dec *jsontext.Decoder, enc *jsontext.Encoder,
 	return enc.WriteToken(tok)
 }
 
-// rewriteComposite copies an object or an array, its members rewritten.
-func rewriteComposite(dec *jsontext.Decoder, enc *jsontext.Encoder,
-	number func(jsontext.Token) jsontext.Value, object func(jsontext.Value) (jsontext.Value, bool)) error {
-	open, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	if err := enc.WriteToken(open); err != nil {
-		return err
-	}
-	for k := dec.PeekKind(); k != '}' && k != ']'; k = dec.PeekKind() {
-		if open.Kind() == '{' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return err
-			}
-			if err := enc.WriteToken(name); err != nil {
-				return err
-			}
-		}
-		if err := rewrite(dec, enc, number, object); err != nil {
-			return err
+// wrapped is the integer of an Int64Value or UInt64Value wrapper's two
+// members (name, value, name, value), when they are one.
+func wrapped(m []jsontext.Token) (string, bool) {
+	var typ, value string
+	for i := 0; i < len(m); i += 2 {
+		switch m[i].String() {
+		case "@type":
+			typ = m[i+1].String()
+		case "value":
+			value = m[i+1].String()
 		}
 	}
-	end, err := dec.ReadToken()
-	if err != nil {
-		return err
+	if m[0].String() == m[2].String() {
+		return "", false // one name twice
 	}
-	return enc.WriteToken(end)
-}
-
-// unwrapObject turns an Int64Value or UInt64Value wrapper whose value is a
-// valid integer into that integer.
-func unwrapObject(raw jsontext.Value) (jsontext.Value, bool) {
-	var w struct {
-		Type  string `json:"@type"`
-		Value string `json:"value"`
-	}
-	if json.Unmarshal(raw, &w, json.RejectUnknownMembers(true)) != nil {
-		return nil, false
-	}
-	switch w.Type {
+	switch typ {
 	case int64Type:
-		if n, err := strconv.ParseInt(w.Value, 10, 64); err == nil {
-			return jsontext.Value(strconv.FormatInt(n, 10)), true
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10), true
 		}
 	case uint64Type:
-		if n, err := strconv.ParseUint(w.Value, 10, 64); err == nil {
-			return jsontext.Value(strconv.FormatUint(n, 10)), true
+		if n, err := strconv.ParseUint(value, 10, 64); err == nil {
+			return strconv.FormatUint(n, 10), true
 		}
 	}
-	return nil, false
+	return "", false
 }
 
-// unwrapNumber turns a number written with a fraction or an exponent that
-// is an exact integer in int64's range (3.0, 3e2) into that integer.
-func unwrapNumber(tok jsontext.Token) jsontext.Value {
-	s := tok.String()
-	if n, ok := exactInt64(s); ok {
-		return jsontext.Value(n)
+// callableIntegers decode the integers of a callable's data as the SDKs
+// write them, in the same pass as the rest of it: a number, an integral
+// number written as a double (3.0, 3e2), or an Int64Value or UInt64Value
+// wrapper. Anything else is the strict decoder's to refuse, naming the
+// field.
+var callableIntegers = json.WithUnmarshalers(json.JoinUnmarshalers(
+	json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *int64) error {
+		n, err := callableInteger(dec)
+		if err == nil {
+			*v = n
+		}
+		return err
+	}),
+	json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *int) error {
+		n, err := callableInteger(dec)
+		if err == nil {
+			*v = int(n) // int is 64 bits where the functions run
+		}
+		return err
+	}),
+))
+
+// callableInteger reads one integer of a callable's data.
+func callableInteger(dec *jsontext.Decoder) (int64, error) {
+	var text string
+	switch dec.PeekKind() {
+	case '0':
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, err
+		}
+		n, ok := exactInt64(tok.String())
+		if !ok {
+			return 0, errNotAnInteger
+		}
+		text = n
+	case '{':
+		var members []jsontext.Token
+		if _, err := dec.ReadToken(); err != nil {
+			return 0, err
+		}
+		for len(members) < 4 && dec.PeekKind() == '"' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return 0, err
+			}
+			members = append(members, tok.Clone())
+		}
+		if len(members) != 4 || dec.PeekKind() != '}' {
+			return 0, errNotAnInteger
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return 0, err
+		}
+		n, ok := wrapped(members)
+		if !ok {
+			return 0, errNotAnInteger
+		}
+		text = n
+	default:
+		return 0, json.SkipFunc // the decoder's own error
 	}
-	return jsontext.Value(s)
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, errNotAnInteger // a UInt64Value past int64
+	}
+	return n, nil
 }
+
+var errNotAnInteger = errors.New("not an integer")
 
 // exactInt64 returns the decimal form of the JSON number literal s when it
 // is an integer within int64's range, in time linear in len(s) whatever

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,5 +146,49 @@ func TestTrustedProxies(t *testing.T) {
 		if _, err := ParseProxies(bad); err == nil {
 			t.Errorf("ParseProxies(%q) accepted", bad)
 		}
+	}
+}
+
+// TestTheTokenBeforeTheBody: a request without a valid token is answered
+// 401 from its headers, its body never read (here a body that never
+// comes), and its connection closed rather than drained; so is one over
+// its budget. A caller that passes reads its body.
+func TestTheTokenBeforeTheBody(t *testing.T) {
+	var admit atomic.Bool
+	var handled atomic.Int64
+	h := orderedEdge(&admit, &handled)
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		admit   bool
+		status  int
+	}{
+		{"no token", nil, true, 401},
+		{"a bad token", []string{"Authorization", "Bearer bad"}, true, 401},
+		{"over budget", []string{"Authorization", "Bearer good", "X-Firebase-AppCheck", "good-app"}, false, 429},
+	} {
+		admit.Store(tc.admit)
+		body, never := io.Pipe() // a slow upload: nothing arrives
+		req := httptest.NewRequest("POST", "/x", body)
+		req.ContentLength = 1 << 20
+		req.Header.Set("Content-Type", ctJSON)
+		for i := 0; i+1 < len(tc.headers); i += 2 {
+			req.Header.Set(tc.headers[i], tc.headers[i+1])
+		}
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() { h(rec, req); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second): // a handler that waits for the body never answers
+			t.Fatalf("%s: no answer: the edge waits for the body", tc.name)
+		}
+		never.Close()
+		if rec.Code != tc.status || rec.Header().Get("Connection") != "close" {
+			t.Errorf("%s: %d, Connection %q; want %d and the connection closed", tc.name, rec.Code, rec.Header().Get("Connection"), tc.status)
+		}
+	}
+	if handled.Load() != 0 {
+		t.Errorf("the handler ran %d times", handled.Load())
 	}
 }
