@@ -85,7 +85,7 @@ func kinds(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`COUNTER_KINDS='(.*)'`).FindSubmatch(guide)
+	m := regexp.MustCompile(`COUNTER_KINDS: '(.*)'`).FindSubmatch(guide)
 	if m == nil {
 		t.Fatal("docs/guides/social-app.md declares no COUNTER_KINDS")
 	}

@@ -100,6 +100,7 @@ type stats struct {
 	Firestore       map[string]struct{ Reads, Aggregations int64 } `json:"firestore"`
 	UnbudgetedReads int64                                          `json:"unbudgeted_reads"`
 	AppCheck        map[string]int64                               `json:"app_check"`
+	RSS             int64                                          `json:"rss_bytes"`
 }
 
 func (s *site) stats() stats {
@@ -108,6 +109,9 @@ func (s *site) stats() stats {
 	testenv.Do(s.t, "GET", s.dev.Functions()+"/debug/shardcount", "").Decode(s.t, &st)
 	return st
 }
+
+// rss is the functions' resident memory.
+func (s *site) rss() int64 { return s.stats().RSS }
 
 // reads are the documents and aggregations read for requests (the roll-up
 // and reconcile read on their own).
@@ -172,8 +176,10 @@ func TestAttacker(t *testing.T) {
 		var list struct{ Results []struct{ Status int } }
 		r.Decode(t, &list)
 		for i, res := range list.Results {
-			if res.Status != http.StatusTooManyRequests {
-				t.Fatalf("item %d of 500 missing ids after the budget: %d", i, res.Status)
+			// The call's limited-use App Check token pays for its first
+			// item (APP_CHECK_CONSUME): the others are 403 before any budget.
+			if want := map[bool]int{true: http.StatusTooManyRequests, false: http.StatusForbidden}[i == 0]; res.Status != want {
+				t.Fatalf("item %d of 500 missing ids after the budget: %d, want %d", i, res.Status, want)
 			}
 		}
 		if reads := s.stats().reads() - before; reads != 5 {
@@ -319,6 +325,49 @@ func TestAttacker(t *testing.T) {
 		}
 		if r := s.call("GET", "getCounter?counter_id=post-1", "", "203.0.113.50", "Authorization", admin, "X-Firebase-AppCheck", ""); r.Status != http.StatusOK {
 			t.Errorf("the backend without App Check: %s", r)
+		}
+	})
+
+	t.Run("App Check: a token serves a few accounts, a limited-use one an item", func(t *testing.T) {
+		// One valid token carried 40 fresh anonymous accounts to 40
+		// likes, and one limited-use token a whole batch.
+		s.t = t
+		tok := s.appToken()
+		served := 0
+		for i := range 30 {
+			u := s.user(fmt.Sprintf("bot-app-%d", i), true)
+			r := s.call("GET", "getCounter?counter_id=post-1", "", fmt.Sprintf("198.18.0.%d", i), "Authorization", u, "X-Firebase-AppCheck", tok)
+			switch {
+			case r.Status == http.StatusOK:
+				served++
+			case r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), "APP_CHECK_ACCOUNTS"):
+				t.Fatalf("account %d: %s", i, r)
+			}
+		}
+		if served != 3 {
+			t.Errorf("one App Check token served %d of 30 fresh accounts, want APP_CHECK_ACCOUNTS (3)", served)
+		}
+		carol := s.user("carol-batch", false)
+		items := strings.TrimSuffix(strings.Repeat(`{"counter_id":"post-1"},`, 3), ",")
+		r := s.call("POST", "incrementCounter", `{"increments":[`+items+`]}`, "198.18.1.1", "Authorization", carol)
+		var list struct{ Results []struct{ Status int } }
+		r.Decode(t, &list)
+		if len(list.Results) != 3 || list.Results[0].Status != 200 || list.Results[1].Status != 403 || list.Results[2].Status != 403 {
+			t.Errorf("a batch of 3 with one limited-use token: %s, want the first item only", r)
+		}
+	})
+
+	t.Run("prices are for the backend", func(t *testing.T) {
+		// An anonymous user recorded a GOOG price of $0.000001 dated 2030,
+		// first for every reader.
+		s.t = t
+		anon := s.user("anon-prices", true)
+		price := `{"instruments":[{"symbol":"GOOG","price":{"currency":"USD","micros":1},"exchange":"XNAS","instrumentType":"commonstock","timestamp":"2030-01-01T00:00:00Z"}]}`
+		if r := s.call("POST", "recordInstruments", price, "198.18.2.1", "Authorization", anon); r.Status != http.StatusForbidden {
+			t.Errorf("an anonymous recordInstruments: %s, want 403", r)
+		}
+		if r := s.call("POST", "recordInstruments", price, "198.18.2.1", "Authorization", admin); r.Status != http.StatusCreated {
+			t.Errorf("the backend's recordInstruments: %s", r)
 		}
 	})
 

@@ -94,6 +94,8 @@ type Config struct {
 	// limited-use token, consumed on use.
 	AppCheck        httpapi.AppCheckMode
 	AppCheckConsume []string
+	// AppCheckAccounts bounds the accounts one App Check token serves.
+	AppCheckAccounts int
 	// AppCheckJWKS and AppCheckAPI replace Google's App Check keys and API
 	// locally.
 	AppCheckJWKS, AppCheckAPI string
@@ -105,8 +107,8 @@ type Config struct {
 	Windows windows.Retention
 
 	// Limits are each end user's budgets, AddressLimits each client
-	// address's.
-	Limits, AddressLimits ratelimit.Limits
+	// address's (an IPv6 /64), SubnetLimits each IPv6 /56's and /48's.
+	Limits, AddressLimits, SubnetLimits ratelimit.Limits
 
 	// PageTokenSecret signs queryInstruments page tokens; a deployed
 	// function that signs them refuses to start without it (service.New).
@@ -268,6 +270,8 @@ var Settings = append([]Setting{
 			}
 			return nil
 		}},
+	{"APP_CHECK_ACCOUNTS", "3", "How many accounts one App Check token may serve over its life (per instance): a device's token switching between a few accounts works; one token carrying many fresh accounts is 403. A token also spends budgets of its own, a user's (`RATE_LIMITS`).", Deployed,
+		intIn(func(c *Config) *int { return &c.AppCheckAccounts }, 1, 20)},
 	{"APP_CHECK_JWKS_URL", "", "Where App Check's public keys are served instead of Google's (the local stand-in of scripts/dev.sh and the tests). Local only.", Local,
 		func(c *Config, v string) error { c.AppCheckJWKS = v; return nil }},
 	{"APP_CHECK_API_URL", "", "Base URL of a stand-in for the App Check API, which consumes limited-use tokens. Local only.", Local,
@@ -302,6 +306,11 @@ var Settings = append([]Setting{
 	{"ADDRESS_RATE_LIMITS", ratelimit.AddressDefaults.String(), "Budgets of each client address (an IPv6 address by its /64), in the syntax of `RATE_LIMITS`: every end user's call spends from both. Many users may share an address (a NAT): raise them to what that many users do at their peak.", Deployed,
 		func(c *Config, v string) (err error) {
 			c.AddressLimits, err = ratelimit.Parse(v, ratelimit.AddressDefaults)
+			return err
+		}},
+	{"SUBNET_RATE_LIMITS", "", "Budgets of each IPv6 /56 and each /48, in the syntax of `RATE_LIMITS`, over twice `ADDRESS_RATE_LIMITS` by default: every call from an IPv6 address spends from its /64, its /56 and its /48, so hopping across the /64s of one site brings no fresh budget. A 6to4 or Teredo address counts as the IPv4 address inside it.", Deployed,
+		func(c *Config, v string) (err error) {
+			c.SubnetLimits, err = ratelimit.Parse(v, ratelimit.Scaled(c.AddressLimits, ratelimit.SubnetScale))
 			return err
 		}},
 	{"PAGE_TOKEN_SECRET", "", "Key that signs `queryInstruments` page tokens. Required when that function is deployed, from Secret Manager (`scripts/deploy.sh` takes the secret's name). Locally a fixed development key is used when unset.", Secret,

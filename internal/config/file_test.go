@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,5 +78,32 @@ func TestTheTemplateIsAValidSettingsFile(t *testing.T) {
 		if s.Scope == Deployed && !strings.Contains(Template(), s.Name+":") {
 			t.Errorf("the template lacks %s", s.Name)
 		}
+	}
+}
+
+// TestTheDocsSettingsFilesAreValid reads every settings file the docs
+// show (a yaml block of `KEY: 'value'` lines) as deploy.sh reads one.
+func TestTheDocsSettingsFilesAreValid(t *testing.T) {
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	docs, _ := filepath.Glob("../../docs/*/*.md")
+	more, _ := filepath.Glob("../../docs/*.md")
+	found := 0
+	for _, doc := range append(append(docs, more...), "../../README.md") {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllSubmatch(b, -1) {
+			if !regexp.MustCompile(`(?m)^[A-Z_]+: '`).Match(m[1]) {
+				continue // not a settings file
+			}
+			found++
+			if _, err := ReadFile(writeSettings(t, string(m[1]))); err != nil {
+				t.Errorf("%s: a settings file that deploy.sh refuses: %v", doc, err)
+			}
+		}
+	}
+	if found < 2 {
+		t.Errorf("found %d settings files in the docs, want the deploy walkthrough's and the social app's at least", found)
 	}
 }

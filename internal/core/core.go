@@ -36,6 +36,16 @@ type Caller struct {
 	Admin bool
 	// Addr is the caller's network address, for budgets.
 	Addr string
+	// AppToken is a digest of the caller's valid App Check token, whose
+	// budgets it spends from too; OneUse is true when that token was a
+	// limited-use one, consumed by this call: it pays for one increment.
+	AppToken string
+	OneUse   bool
+}
+
+// budgetKeys are the keys the caller's budgets are kept under.
+func (c Caller) budgetKeys() []ratelimit.Key {
+	return ratelimit.Keys(c.User, c.Addr, c.AppToken)
 }
 
 // Counters are the counter documents and their life.
@@ -114,7 +124,7 @@ type Core struct {
 // New returns the core of cfg over stores.
 func New(cfg config.Config, stores Stores) *Core {
 	core := &Core{cfg: cfg, counters: stores.Counters, increments: stores.Increments, windows: stores.Windows, instrs: stores.Instruments,
-		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset)}
+		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset)}
 	maxBatch := cfg.GroupCommitMaxBatch
 	if !cfg.GroupCommit {
 		maxBatch = 1

@@ -144,6 +144,10 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 	ops := make([]increment.Op, len(items))
 	for i, item := range items {
 		id, op, err := item.validate(headerKey)
+		if err == nil && caller.OneUse && i > 0 {
+			err = &errs.Error{Code: errs.PermissionDenied, Field: "X-Firebase-AppCheck",
+				Message: "a limited-use App Check token pays for one increment (APP_CHECK_CONSUME): send each item with a token of its own"}
+		}
 		if err == nil {
 			if !list {
 				logging.Annotate(ctx, "counter_id", id)

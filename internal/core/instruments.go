@@ -33,7 +33,12 @@ func (b RecordInstrumentsRequest) batch() ([]instruments.Instrument, error) {
 	return out, nil
 }
 
+// RecordInstruments writes prices, for admins only: every reader sees
+// them, so an end user could plant a price first for all.
 func (core *Core) RecordInstruments(ctx context.Context, caller Caller, body RecordInstrumentsRequest) (RecordInstrumentsResponse, error) {
+	if !caller.Admin {
+		return RecordInstrumentsResponse{}, errs.New(errs.PermissionDenied, "recordInstruments is for admins (your app's backend): every reader sees what it writes")
+	}
 	batch, err := body.batch()
 	if err != nil {
 		return RecordInstrumentsResponse{}, err

@@ -146,7 +146,7 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 	}
 	if h != nil {
 		tokens := (len(h.starts) + historyBuckets - 1) / historyBuckets
-		if most := core.limiter.Burst(ratelimit.History, ratelimit.User(caller.User), ratelimit.Address(caller.Addr)); !caller.Admin && tokens > most {
+		if most := core.limiter.Burst(ratelimit.History, caller.budgetKeys()...); !caller.Admin && tokens > most {
 			return GetCounterResponse{}, errs.Invalid("from", "and to span %d buckets: this deployment's history budget (RATE_LIMITS) allows at most %d at once", len(h.starts), most*historyBuckets)
 		}
 		if err := core.allow(ctx, caller, ratelimit.History, tokens); err != nil {

@@ -95,8 +95,8 @@ func (core *Core) mayCreate(caller Caller) (counter.Origin, int, error) {
 	return counter.ByUser, core.cfg.UserMaxShards, nil
 }
 
-// allow takes n tokens of budget b from the caller's budgets: its user's
-// and its address's, and books them on the request's ledger. Admins have
+// allow takes n tokens of budget b from the caller's budgets: its user's,
+// its address's and subnets', its App Check token's, and books them on the request's ledger. Admins have
 // none. Every handler spends before it reads anything.
 func (core *Core) allow(ctx context.Context, caller Caller, b ratelimit.Budget, n int) error {
 	return core.allowPaying(ctx, caller, b, n, n*core.readsPaid[b])
@@ -108,9 +108,9 @@ func (core *Core) allowPaying(ctx context.Context, caller Caller, b ratelimit.Bu
 	if caller.Admin {
 		return nil
 	}
-	if ok, wait := core.limiter.Take(b, n, ratelimit.User(caller.User), ratelimit.Address(caller.Addr)); !ok {
+	if ok, wait := core.limiter.Take(b, n, caller.budgetKeys()...); !ok {
 		return &errs.Error{Code: errs.ResourceExhausted, RetryAfter: wait,
-			Message: fmt.Sprintf("too many requests from this user or address (budget %q, see RATE_LIMITS and ADDRESS_RATE_LIMITS); retry after the time in Retry-After", b)}
+			Message: fmt.Sprintf("too many requests from this user or address (budget %q, see RATE_LIMITS, ADDRESS_RATE_LIMITS and SUBNET_RATE_LIMITS); retry after the time in Retry-After", b)}
 	}
 	ledger.Pay(ctx, reads)
 	return nil

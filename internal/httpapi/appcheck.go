@@ -3,6 +3,10 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,15 +46,26 @@ type AppCheck struct {
 	// Consume names the endpoints whose calls must carry a limited-use
 	// token, consumed on use: a replayed token is refused.
 	Consume map[string]bool
+	// Accounts bounds the accounts one token serves over its life, on
+	// this instance (APP_CHECK_ACCOUNTS); 0 is no bound.
+	Accounts int
 
 	mu       sync.Mutex
 	outcomes map[string]int64
 	consumed *lru.Cache[[sha256.Size]byte, struct{}] // tokens this instance saw consumed
+	served   *lru.Cache[[sha256.Size]byte, []uint64] // the accounts each token served, by a hash of their uid
+	seed     maphash.Seed
 }
 
 // maxConsumed bounds the consumed tokens an instance remembers: a replay
-// of one of them is refused without asking the App Check API.
-const maxConsumed = 100_000
+// of one of them is refused without asking the App Check API. maxServed
+// bounds the tokens whose accounts it remembers: a token forgotten (the
+// least recently used, at about 100 bytes each) starts over, which takes
+// an attacker maxServed fresh tokens.
+const (
+	maxConsumed = 100_000
+	maxServed   = 100_000
+)
 
 // App Check outcomes, as counted and logged.
 const (
@@ -59,6 +74,7 @@ const (
 	AppCheckInvalid    = "invalid"
 	AppCheckReplayed   = "replayed"
 	AppCheckUnverified = "unverified" // the check could not be made (503 when enforced)
+	AppCheckOverused   = "overused"   // the token served APP_CHECK_ACCOUNTS other accounts (403 when enforced)
 )
 
 // Outcomes returns how many checks had each outcome so far.
@@ -88,7 +104,16 @@ func (e *Edge) checkApp(ctx context.Context, ep Endpoint, req *Request) error {
 		return nil
 	}
 	a := e.AppCheck
-	outcome, appID, err := a.verify(ctx, e.Backend, req.HTTP.Header.Get(appCheckHeader))
+	token := req.HTTP.Header.Get(appCheckHeader)
+	outcome, appID, err := a.verify(ctx, e.Backend, token)
+	if outcome == AppCheckValid {
+		sum := sha256.Sum256([]byte(token))
+		req.AppToken = hex.EncodeToString(sum[:12])
+		if !a.serves(sum, req.User) {
+			outcome, err = AppCheckOverused, &errs.Error{Code: errs.PermissionDenied, Field: appCheckHeader,
+				Message: fmt.Sprintf("this App Check token already served %d other accounts (APP_CHECK_ACCOUNTS): an app's token serves the few accounts of one device", a.Accounts)}
+		}
+	}
 	if outcome == AppCheckValid && a.Consume[ep.Name] {
 		req.appToConsume = appID
 		return nil // counted once consumed
@@ -102,7 +127,33 @@ func (e *Edge) consumeApp(ctx context.Context, req *Request) error {
 		return nil
 	}
 	outcome, err := e.AppCheck.consume(ctx, e.Backend, req.HTTP.Header.Get(appCheckHeader))
+	req.OneUse = outcome == AppCheckValid
 	return e.appOutcome(ctx, req, outcome, req.appToConsume, err)
+}
+
+// serves reports whether the token of digest sum may serve uid: it has
+// served uid before, or fewer than Accounts others. Only a call that
+// passes adds its uid.
+func (a *AppCheck) serves(sum [sha256.Size]byte, uid string) bool {
+	if a.Accounts <= 0 || uid == "" {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.served == nil {
+		a.served, _ = lru.New[[sha256.Size]byte, []uint64](maxServed) // size > 0 never fails
+		a.seed = maphash.MakeSeed()
+	}
+	account := maphash.String(a.seed, uid)
+	accounts, _ := a.served.Get(sum)
+	if slices.Contains(accounts, account) {
+		return true
+	}
+	if len(accounts) >= a.Accounts {
+		return false
+	}
+	a.served.Add(sum, append(slices.Clip(accounts), account))
+	return true
 }
 
 const appCheckHeader = "X-Firebase-AppCheck"

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,6 +172,50 @@ func TestMonitorModeSpendsNotTheRequestsTime(t *testing.T) {
 		r := call(h, "POST", "/x", ctJSON, `{"data":{}}`, "Authorization", "Bearer u1", appCheckHeader, token)
 		if r.status != 200 || left < deadline-3*monitorWait {
 			t.Errorf("%s: %d with %s of the request's %s left, want 200 and at most %s spent on App Check", name, r.status, left, deadline, monitorWait)
+		}
+	}
+}
+
+func TestAnAppCheckTokenServesAFewAccounts(t *testing.T) {
+	// One valid token (an hour's life) carried 40 fresh anonymous
+	// accounts to 40 likes: a token was verified, never bound to anyone.
+	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
+		ac := &AppCheck{Mode: mode, Accounts: 3}
+		e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac}
+		users := func() (Authenticator, error) {
+			return func(_ context.Context, r *http.Request) (Caller, error) {
+				return Caller{UID: r.Header.Get("Authorization")}, nil
+			}, nil
+		}
+		var tokens []string
+		h := serve(e, &checks{auth: users, apps: fakeApps{&sync.Map{}, &atomic.Int64{}}}, Endpoint{Name: "like", Method: "POST", Public: true, MaxBody: 1024},
+			func(_ context.Context, r *Request) (int, any, error) {
+				tokens = append(tokens, r.AppToken)
+				return 200, map[string]any{}, nil
+			})
+		served := 0
+		for i := range 40 {
+			r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", fmt.Sprint("account-", i), "X-Firebase-AppCheck", "good-app")
+			switch {
+			case r.status == 200:
+				served++
+			case r.status != 403 || !strings.Contains(r.body, "APP_CHECK_ACCOUNTS"):
+				t.Fatalf("%s: account %d: %d %s", mode, i, r.status, r.body)
+			}
+		}
+		for i := range 3 { // the accounts it served go on
+			if r := call(h, "POST", "/x", ctJSON, `{}`, "Authorization", fmt.Sprint("account-", i), "X-Firebase-AppCheck", "good-app"); r.status != 200 {
+				t.Errorf("%s: account %d again: %d %s", mode, i, r.status, r.body)
+			}
+		}
+		if want := map[AppCheckMode]int{AppCheckEnforce: 3, AppCheckMonitor: 40}[mode]; served != want {
+			t.Errorf("%s: one token served %d of 40 accounts, want %d", mode, served, want)
+		}
+		if got := ac.Outcomes()[AppCheckOverused]; got != 37 {
+			t.Errorf("%s: %d calls counted overused, want 37", mode, got)
+		}
+		if tokens[0] == "" || tokens[0] != tokens[len(tokens)-1] || strings.Contains(tokens[0], "good-app") {
+			t.Errorf("%s: the handler saw token digests %q…, want one digest, not the token", mode, tokens[:2])
 		}
 	}
 }

@@ -50,8 +50,13 @@ type Request struct {
 	// ClientAddr is the caller's network address, for budgets
 	// (Proxies.ClientAddr).
 	ClientAddr string
-	// AppID is the Firebase app of a valid App Check token, if any.
-	AppID string
+	// AppID is the Firebase app of a valid App Check token, if any;
+	// AppToken a digest of that token, whose budgets the call spends too;
+	// OneUse is true when it was a limited-use token, consumed by this
+	// call.
+	AppID    string
+	AppToken string
+	OneUse   bool
 	// appToConsume is the app of a verified App Check token to consume
 	// once the caller's budget paid for the call.
 	appToConsume string

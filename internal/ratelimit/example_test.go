@@ -16,7 +16,7 @@ func ExampleParse() {
 
 // Each user has a bucket per budget.
 func ExampleLimiter_Take() {
-	l := ratelimit.New(ratelimit.Limits{ratelimit.Increment: {Rate: 1, Burst: 2}}, nil)
+	l := ratelimit.New(ratelimit.Limits{ratelimit.Increment: {Rate: 1, Burst: 2}}, nil, nil)
 	for i := range 3 {
 		ok, _ := l.Take(ratelimit.Increment, 1, ratelimit.User("alice"))
 		fmt.Println("alice", i, ok)

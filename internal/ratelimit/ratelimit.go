@@ -4,11 +4,14 @@
 // spends from several keys at once, all or nothing, so a fresh anonymous
 // uid from the same address brings no fresh budget.
 //
-// Users and addresses have limits of their own (RATE_LIMITS and
-// ADDRESS_RATE_LIMITS): many users may share an address (a NAT, a
-// campus), so an address gets more than a user. IPv6 addresses count by
-// their /64, the block one subscriber gets, so hopping within it brings no
-// fresh budget either.
+// Users, addresses, subnets and App Check tokens have limits of their own
+// (RATE_LIMITS, ADDRESS_RATE_LIMITS, SUBNET_RATE_LIMITS; a token has a
+// user's): many users may share an address (a NAT, a campus), so an
+// address gets more than a user. IPv6 addresses count by their /64, the
+// block one subscriber gets, so hopping within it brings no fresh budget;
+// its /56 and /48, what a provider may hand one site, share budgets of
+// their own, so hopping across a thousand /64s does not either. A 6to4 or
+// Teredo address counts as the IPv4 address inside it.
 //
 // Buckets live in the memory of one function instance: with N instances a
 // user can get up to N times the rate. That bounds abuse at no cost per
@@ -85,6 +88,14 @@ var UserDefaults = Limits{
 // peak behind one NAT.
 var AddressDefaults = scaled(UserDefaults, 10)
 
+// SubnetScale is how much more than an address a subnet (an IPv6 /56 or
+// /48) gets unless SUBNET_RATE_LIMITS says otherwise: a few busy /64s of
+// one site, not a thousand.
+const SubnetScale = 2
+
+// Scaled returns every limit of l times k.
+func Scaled(l Limits, k float64) Limits { return scaled(l, k) }
+
 func scaled(l Limits, k float64) Limits {
 	out := Limits{}
 	for b, v := range l {
@@ -132,11 +143,15 @@ func (l Limits) String() string {
 type Scope int
 
 const (
-	PerUser Scope = iota
-	PerAddress
+	PerUser     Scope = iota
+	PerAddress        // an IPv4 address or an IPv6 /64
+	PerSubnet         // an IPv6 /56 or /48
+	PerAppToken       // an App Check token: a user's limits
+	scopes
 )
 
-// Key is what a bucket belongs to: a user or a client address.
+// Key is what a bucket belongs to: a user, a client address or subnet, an
+// App Check token.
 type Key struct {
 	Scope Scope
 	ID    string
@@ -145,22 +160,54 @@ type Key struct {
 // User is the key of a Firebase uid; "" (no caller) has no budget.
 func User(uid string) Key { return Key{PerUser, uid} }
 
-// Address is the key of a client address: an IPv6 address counts by its
-// /64, an IPv4 address (also one mapped into IPv6) by itself.
-func Address(addr string) Key {
+// Keys are the keys a caller spends from, all at once: its user's, its
+// address's and subnets', and its App Check token's (a digest of it).
+func Keys(uid, addr, appToken string) []Key {
+	return append([]Key{User(uid), AppToken(appToken)}, Addresses(addr)...)
+}
+
+// AppToken is the key of an App Check token, by a digest of it; "" (none
+// verified) has no budget.
+func AppToken(digest string) Key { return Key{PerAppToken, digest} }
+
+// Addresses are the keys of a client address: an IPv4 address (also one
+// mapped into IPv6, or inside a 6to4 or Teredo address) by itself; an
+// IPv6 address by its /64, its /56 and its /48.
+func Addresses(addr string) []Key {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
-		return Key{PerAddress, addr}
+		return []Key{{PerAddress, addr}}
 	}
-	if a = a.Unmap(); a.Is6() {
-		p, _ := a.Prefix(64) // 64 <= 128 never fails
-		return Key{PerAddress, p.String()}
+	if v4, ok := embeddedIPv4(a.Unmap()); ok {
+		return []Key{{PerAddress, v4.String()}}
 	}
-	return Key{PerAddress, a.String()}
+	prefix := func(bits int) string {
+		p, _ := a.Prefix(bits) // bits <= 128 never fails
+		return p.String()
+	}
+	return []Key{{PerAddress, prefix(64)}, {PerSubnet, prefix(56)}, {PerSubnet, prefix(48)}}
+}
+
+// embeddedIPv4 is the IPv4 address a is, or carries as a tunnel's client:
+// 6to4 (2002:AABB:CCDD::/48, RFC 3056) and Teredo (2001::/32, the client
+// inverted in the last 32 bits, RFC 4380). Each IPv4 address has a whole
+// 6to4 /48, so counting it by its /64s would hand it 65,536 budgets.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if a.Is4() {
+		return a, true
+	}
+	b := a.As16()
+	switch {
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0:
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return netip.Addr{}, false
 }
 
 func (k Key) String() string {
-	return [...]string{"user:", "addr:"}[k.Scope] + k.ID
+	return [...]string{"user:", "addr:", "net:", "app:"}[k.Scope] + k.ID
 }
 
 // MaxKeys bounds the keys remembered per Limiter; the least recently seen
@@ -169,18 +216,18 @@ const MaxKeys = 100_000
 
 // Limiter applies the budgets to keys.
 type Limiter struct {
-	limits [2]Limits // by Scope
+	limits [scopes]Limits
 	now    func() time.Time
 
 	mu   sync.Mutex // makes a Take atomic over its keys
 	keys *lru.Cache[string, map[Budget]*rate.Limiter]
 }
 
-// New returns a limiter with the given limits of users and of addresses
-// (Parse's results).
-func New(users, addresses Limits) *Limiter {
+// New returns a limiter with the given limits of users, addresses and
+// subnets (Parse's results); an App Check token has a user's.
+func New(users, addresses, subnets Limits) *Limiter {
 	keys, _ := lru.New[string, map[Budget]*rate.Limiter](MaxKeys) // size > 0 never fails
-	return &Limiter{limits: [2]Limits{users, addresses}, now: time.Now, keys: keys}
+	return &Limiter{limits: [scopes]Limits{users, addresses, subnets, users}, now: time.Now, keys: keys}
 }
 
 // Take takes n tokens of budget b from the bucket of each key (a user's

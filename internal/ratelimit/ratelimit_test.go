@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ func fixedClock(l *Limiter, at *time.Time) { l.now = func() time.Time { return *
 
 func TestTakeRefillsAtTheRate(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := New(Limits{Increment: {Rate: 2, Burst: 3}}, nil)
+	l := New(Limits{Increment: {Rate: 2, Burst: 3}}, nil, nil)
 	fixedClock(l, &now)
 	for i := range 3 {
 		if ok, _ := l.Take(Increment, 1, User("u")); !ok {
@@ -33,7 +34,7 @@ func TestTakeRefillsAtTheRate(t *testing.T) {
 
 func TestTakeIsAllOrNothing(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := New(Limits{Record: {Rate: 10, Burst: 5}}, nil)
+	l := New(Limits{Record: {Rate: 10, Burst: 5}}, nil, nil)
 	fixedClock(l, &now)
 	if ok, _ := l.Take(Record, 4, User("u")); !ok {
 		t.Fatal("4 of 5 refused")
@@ -50,7 +51,7 @@ func TestTakeIsAllOrNothing(t *testing.T) {
 }
 
 func TestBudgetsAreSeparate(t *testing.T) {
-	l := New(Limits{Create: {Rate: 1, Burst: 1}, Strong: {Rate: 1, Burst: 1}}, nil)
+	l := New(Limits{Create: {Rate: 1, Burst: 1}, Strong: {Rate: 1, Burst: 1}}, nil, nil)
 	if ok, _ := l.Take(Create, 1, User("u")); !ok {
 		t.Fatal("create refused")
 	}
@@ -61,7 +62,7 @@ func TestBudgetsAreSeparate(t *testing.T) {
 
 func TestUnlimited(t *testing.T) {
 	var nilLimiter *Limiter
-	l := New(Limits{Increment: {Rate: 0, Burst: 1}}, nil)
+	l := New(Limits{Increment: {Rate: 0, Burst: 1}}, nil, nil)
 	for range 1000 {
 		if ok, _ := l.Take(Increment, 1, User("u")); !ok {
 			t.Fatal("rate 0 limited")
@@ -78,7 +79,7 @@ func TestUnlimited(t *testing.T) {
 // TestMemoryIsBounded checks that a flood of users keeps at most MaxKeys,
 // without a scan: the old table scanned every bucket under its lock.
 func TestMemoryIsBounded(t *testing.T) {
-	l := New(UserDefaults, AddressDefaults)
+	l := New(UserDefaults, AddressDefaults, nil)
 	start := time.Now()
 	for i := range MaxKeys + 5000 {
 		l.Take(Increment, 1, User(fmt.Sprint("user-", i)))
@@ -114,22 +115,22 @@ func TestParse(t *testing.T) {
 // both spent, all or nothing, so new uids from one address get no new
 // budget.
 func TestEveryKeyMustHaveTheTokens(t *testing.T) {
-	l := New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 2}})
+	l := New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 2}}, nil)
 	now := time.Unix(0, 0)
 	l.now = func() time.Time { return now }
 	for _, user := range []string{"a", "b"} {
-		if ok, _ := l.Take(Increment, 1, User(user), Address("1.2.3.4")); !ok {
+		if ok, _ := l.Take(Increment, 1, Keys(user, "1.2.3.4", "")...); !ok {
 			t.Fatalf("%s: refused while the address has budget", user)
 		}
 	}
-	if ok, wait := l.Take(Increment, 1, User("c"), Address("1.2.3.4")); ok || wait <= 0 {
+	if ok, wait := l.Take(Increment, 1, Keys("c", "1.2.3.4", "")...); ok || wait <= 0 {
 		t.Fatalf("a third new user from the same address: %v %v, want refused", ok, wait)
 	}
 	// The refusal took nothing from the new user's bucket.
 	if got := l.Available(Increment, 10, User("c")); got != 2 {
 		t.Fatalf("u:c has %d tokens after a refusal, want 2", got)
 	}
-	if ok, _ := l.Take(Increment, 1, User("c"), Address("5.6.7.8")); !ok {
+	if ok, _ := l.Take(Increment, 1, Keys("c", "5.6.7.8", "")...); !ok {
 		t.Fatal("u:c from another address: refused")
 	}
 }
@@ -138,24 +139,24 @@ func TestEveryKeyMustHaveTheTokens(t *testing.T) {
 // limits, not a user's; IPv6 counts by /64, so a client hopping within its
 // block (and minting anonymous uids) brings no fresh budget.
 func TestAddressesHaveLimitsOfTheirOwn(t *testing.T) {
-	l := New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 20}})
+	l := New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 20}}, nil)
 	now := time.Unix(0, 0)
 	l.now = func() time.Time { return now }
 	for i := range 20 {
-		if ok, _ := l.Take(Increment, 1, User(fmt.Sprint("nat-user-", i%10)), Address("203.0.113.9")); !ok {
+		if ok, _ := l.Take(Increment, 1, Keys(fmt.Sprint("nat-user-", i%10), "203.0.113.9", "")...); !ok {
 			t.Fatalf("take %d of 10 users behind one address refused under the address's burst", i)
 		}
 	}
-	if ok, _ := l.Take(Increment, 1, User("nat-user-11"), Address("203.0.113.9")); ok {
+	if ok, _ := l.Take(Increment, 1, Keys("nat-user-11", "203.0.113.9", "")...); ok {
 		t.Fatal("the address's burst of 20 was passed")
 	}
-	l = New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 2}})
+	l = New(Limits{Increment: {Rate: 1, Burst: 2}}, Limits{Increment: {Rate: 1, Burst: 2}}, nil)
 	l.now = func() time.Time { return now }
 	for i := range 3 {
 		addr := fmt.Sprintf("2001:db8:1:2::%x", i+1)
-		ok, _ := l.Take(Increment, 1, User(fmt.Sprint("v6-user-", i)), Address(addr))
-		if addr := Address(addr); addr.ID != "2001:db8:1:2::/64" {
-			t.Fatalf("Address = %v, want its /64", addr)
+		ok, _ := l.Take(Increment, 1, Keys(fmt.Sprint("v6-user-", i), addr, "")...)
+		if keys := Addresses(addr); keys[0] != (Key{PerAddress, "2001:db8:1:2::/64"}) {
+			t.Fatalf("Addresses = %v, want its /64 first", keys)
 		}
 		if i < 2 && !ok {
 			t.Fatalf("v6 take %d refused", i)
@@ -164,8 +165,42 @@ func TestAddressesHaveLimitsOfTheirOwn(t *testing.T) {
 			t.Fatal("a third address of the same /64 got a fresh budget")
 		}
 	}
-	if got := Address("::ffff:203.0.113.9"); got != Address("203.0.113.9") {
-		t.Errorf("an IPv4-mapped address is %v, not the IPv4 one", got)
+}
+
+// TestAddressesOfOneSiteShareASubnet: a provider may hand a site a /56 or
+// a /48 (256 or 65,536 /64s); an attacker hopping across them meets the
+// budgets of the /56 and the /48. A 6to4 or Teredo address is its IPv4
+// address: one IPv4 address has a whole 6to4 /48.
+func TestAddressesOfOneSiteShareASubnet(t *testing.T) {
+	for addr, want := range map[string][]Key{
+		"2001:db8:1:2::9":                      {{PerAddress, "2001:db8:1:2::/64"}, {PerSubnet, "2001:db8:1::/56"}, {PerSubnet, "2001:db8:1::/48"}},
+		"203.0.113.9":                          {{PerAddress, "203.0.113.9"}},
+		"::ffff:203.0.113.9":                   {{PerAddress, "203.0.113.9"}},
+		"2002:cb00:7109:5::1":                  {{PerAddress, "203.0.113.9"}}, // 6to4
+		"2001:0:4136:e378:8000:63bf:34ff:8ef6": {{PerAddress, "203.0.113.9"}}, // Teredo: the client inverted
+		"not an address":                       {{PerAddress, "not an address"}},
+	} {
+		if got := Addresses(addr); !slices.Equal(got, want) {
+			t.Errorf("Addresses(%q) = %v, want %v", addr, got, want)
+		}
+	}
+
+	user, address := Limits{Increment: {Rate: 0.001, Burst: 20}}, Limits{Increment: {Rate: 0.001, Burst: 200}}
+	l := New(user, address, Scaled(address, SubnetScale))
+	fixedClock(l, new(time.Unix(0, 0)))
+	landed := 0
+	for i := range 120 { // a batch of 20 from each of 120 /64s of one /48
+		if ok, _ := l.Take(Increment, 20, Keys(fmt.Sprint("bot-", i), fmt.Sprintf("2001:db8:7:%x::1", i), "")...); ok {
+			landed += 20
+		}
+	}
+	if landed != 400 {
+		t.Errorf("120 /64s of one /48 landed %d of 2,400 items, want the /48's burst of 400", landed)
+	}
+	for i := range 20 { // the NAT case: 20 users behind one IPv4 address
+		if ok, _ := l.Take(Increment, 10, Keys(fmt.Sprint("nat-", i), "198.51.100.7", "")...); !ok {
+			t.Fatalf("user %d of 20 behind one address refused", i)
+		}
 	}
 }
 
@@ -175,16 +210,16 @@ func TestARefusedTakeRemembersNoNewKey(t *testing.T) {
 	// so enough of them pushed the user's spent bucket out of memory, and
 	// it came back full.
 	now := time.Unix(1000, 0)
-	l := New(Limits{Increment: {Rate: 0.001, Burst: 1}}, Limits{Increment: {Rate: 10, Burst: 10}})
+	l := New(Limits{Increment: {Rate: 0.001, Burst: 1}}, Limits{Increment: {Rate: 10, Burst: 10}}, nil)
 	fixedClock(l, &now)
-	if ok, _ := l.Take(Increment, 1, User("u"), Address("192.0.2.1")); !ok {
+	if ok, _ := l.Take(Increment, 1, Keys("u", "192.0.2.1", "")...); !ok {
 		t.Fatal("the first call refused")
 	}
 	for i := range 1000 {
-		if ok, _ := l.Take(Increment, 1, User("u"), Address(fmt.Sprintf("10.0.%d.%d", i/256, i%256))); ok {
+		if ok, _ := l.Take(Increment, 1, Keys("u", fmt.Sprintf("10.0.%d.%d", i/256, i%256), "")...); ok {
 			t.Fatalf("call %d of a spent user allowed", i)
 		}
-		l.Available(Increment, 1, User("w"), Address(fmt.Sprintf("10.1.%d.%d", i/256, i%256)))
+		l.Available(Increment, 1, Keys("w", fmt.Sprintf("10.1.%d.%d", i/256, i%256), "")...)
 	}
 	if n := l.keys.Len(); n != 2 {
 		t.Errorf("%d keys remembered after refusals and availability checks, want 2 (the user and its first address)", n)

@@ -126,7 +126,7 @@ func (s *Server) setup() {
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
 			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies, Backend: s}
 		if s.cfg.AppCheck != httpapi.AppCheckOff {
-			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume}
+			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Accounts: s.cfg.AppCheckAccounts}
 		}
 		s.routes = map[string]http.HandlerFunc{}
 		for _, spec := range Catalog {
