@@ -96,10 +96,12 @@ func (c *Client) Get(ctx context.Context, id string, strong bool) (Counter, erro
 
 // Ranking is topCounters' answer.
 type Ranking struct {
-	Window   string `json:"window"`
-	Kind     string `json:"kind,omitempty"`
-	Start    string `json:"start,omitempty"`
-	Exact    *bool  `json:"exact,omitempty"`
+	Window string `json:"window"`
+	Kind   string `json:"kind,omitempty"`
+	Start  string `json:"start,omitempty"`
+	// Exact, for a rolling window: no other counter can rank among these.
+	// When false (rare), Counters holds only those sure of their place.
+	Exact    *bool `json:"exact,omitempty"`
 	Counters []struct {
 		CounterID string `json:"counter_id"`
 		Count     int64  `json:"count"`

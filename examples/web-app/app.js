@@ -152,6 +152,9 @@ async function refreshTrending() {
       item.textContent = `${c.counter_id}: ${c.count}`;
       return item;
     }));
+    // Rarely not exact: the list then holds only the posts that are sure
+    // of their place, and others may rank below them.
+    $("trending-inexact").hidden = ranking.exact !== false;
   } catch (err) {
     showError(err);
   }

@@ -15,13 +15,17 @@ import (
 const topReads = maxListLimit
 
 // Rolling windows: at most maxRollingLimit counters, each round reading
-// two rankings to a depth and summing each candidate (4 × depth ≤
-// topReads), in at most maxRollingRounds rounds of growing depth.
+// three rankings to a depth and summing each candidate (rollingReads), in
+// at most maxRollingRounds rounds of growing depth, each paid by a token
+// of top per topReads.
 const (
-	maxRollingDepth  = topReads / 4
+	maxRollingDepth  = 25
 	maxRollingLimit  = maxRollingDepth
 	maxRollingRounds = 3
 )
+
+// rollingReads bounds what one round of a rolling window reads at depth.
+func rollingReads(depth int) int { return 6 * depth }
 
 // TopCountersRequest is the input of topCounters.
 type TopCountersRequest struct {
@@ -43,7 +47,8 @@ type TopCountersResponse struct {
 	Start    string          `json:"start,omitempty"`
 	Counters []RankedCounter `json:"counters"`
 	// Exact, for a rolling window: whether no other counter can rank
-	// among these (almost always; see docs/guides/trending.md).
+	// among these (almost always; see docs/guides/trending.md). When
+	// false, Counters holds only those sure of their place, first.
 	Exact *bool `json:"exact,omitempty"`
 }
 
@@ -115,12 +120,14 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 }
 
 // rollingTop ranks a rolling window in rounds of growing depth until the
-// answer is exact, each round paid by a token of top.
+// answer is exact, each round paid by tokens of top: at most
+// maxRollingRounds rounds. An answer still not exact holds the counters
+// it is sure of, first.
 func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolling, now time.Time, limit int, kind string) ([]windows.Ranked, bool, error) {
 	var ranked []windows.Ranked
 	exact := false
 	for depth, round := limit, 0; round < maxRollingRounds && !exact; depth, round = min(2*depth, maxRollingDepth), round+1 {
-		if err := core.allow(ctx, caller, ratelimit.Top, 1); err != nil {
+		if err := core.allow(ctx, caller, ratelimit.Top, (rollingReads(depth)+topReads-1)/topReads); err != nil {
 			return nil, false, err
 		}
 		var err error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Limits of the HTTP contract.
@@ -74,6 +75,10 @@ type Counter struct {
 	// ActivityAsOf is when Sums.Commits and Sums.Slow were summed (with
 	// automatic sharding only): the baseline of WriteRate.
 	ActivityAsOf time.Time
+	// Peaks are the running peaks of the counter's current hour and day
+	// buckets, by granularity; nil for a document written before peaks
+	// were kept.
+	Peaks map[windows.Granularity]windows.Peak
 	// Reshard is the last change of the shard count, if any.
 	Reshard Reshard
 	// Owner is the uid of the user who created the counter; "" when it was

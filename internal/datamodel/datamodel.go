@@ -82,7 +82,12 @@ const (
 	// Of a window's bucket.
 	FieldGranularity = "granularity"
 	FieldStart       = "start"
-	FieldGross       = "gross"
+	FieldPeak        = "peak"  // the most any suffix of the bucket's changes adds
+	FieldGross       = "gross" // of buckets written before peak: the sum of the changes that added
+
+	// Of a counter document: the running peak of its current hour and day
+	// buckets, {granularity: {start, value}}.
+	FieldPeaks = "peaks"
 
 	// Of a roll-up slot.
 	FieldHolder = "holder"

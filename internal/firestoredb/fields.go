@@ -2,6 +2,8 @@ package firestoredb
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -100,6 +102,15 @@ func (d *Doc) Time(field string) time.Time {
 	d.wrong(field, "a timestamp", v)
 	return time.Time{}
 }
+
+// Has reports whether the document has field.
+func (d *Doc) Has(field string) bool {
+	_, ok := d.fields[field]
+	return ok
+}
+
+// Fields are the names of the document's fields.
+func (d *Doc) Fields() []string { return slices.Sorted(maps.Keys(d.fields)) }
 
 // Map reads a map field as a document (empty when missing); its errors
 // are this one's.

@@ -47,6 +47,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a kind":        windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total": windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
 		"top by gross":         windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
+		"top by peak":          windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByPeak),
+		"top of a kind, peak":  windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByPeak),
 		"top of a kind, gross": windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
 		"a rolling window":     windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
 		"a user's likes":       counters.LikedByQuery("u1", 20),

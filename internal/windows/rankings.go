@@ -8,6 +8,31 @@ type Ranked struct {
 	Count     int64
 }
 
+// Peak is a counter's running peak in one bucket: the largest sum of the
+// bucket's last changes so far (the running maximum suffix sum, as in
+// Kadane's algorithm). When the bucket is complete, any part of it that a
+// rolling window covers (its last minutes) adds at most Peak; like/unlike
+// churn (+1, −1, +1, …) keeps it at 1, where the sum of the changes that
+// added grows with every like.
+type Peak struct {
+	Start time.Time // the bucket's
+	Value int64
+}
+
+// Add returns the peak after change, a change of the bucket starting at
+// start: a peak of an earlier bucket starts over.
+func (p Peak) Add(start time.Time, change int64) Peak {
+	if !p.Start.Equal(start) {
+		p = Peak{Start: start}
+	}
+	p.Value = max(p.Value, 0) + change
+	return p
+}
+
+// Listed are the granularities rolling windows list candidates from, whose
+// buckets keep a Peak.
+var Listed = []Granularity{Hour, Day}
+
 // Rolling is a window that ends now: its buckets of Sum, the last Span of
 // them (the current one, partial, included), ranked from the two buckets
 // of List that hold them.

@@ -73,7 +73,11 @@ export interface Ranking {
   window: Window;
   kind?: string;
   start?: string;
-  /** For a rolling window: no other counter can rank among these. */
+  /**
+   * For a rolling window: no other counter can rank among these. When
+   * false (rare), `counters` holds only those sure of their place, highest
+   * first, and others may rank below them: show it as such.
+   */
   exact?: boolean;
   counters: { counter_id: string; count: number }[];
 }

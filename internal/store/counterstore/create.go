@@ -13,6 +13,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Create creates counter c.ID with c.NumShards shards, c.Owner, c.Unique,
@@ -58,7 +59,7 @@ func (s *Store) Create(ctx context.Context, c counter.Counter) (counter.Counter,
 			// the commit's): a read of the document later finds the same
 			// counter.
 			r := resp.GetWriteResults()[0].GetTransformResults()
-			c.Count, c.Version = 0, fs.VersionOf(resp, 0)
+			c.Count, c.Version, c.Peaks = 0, fs.VersionOf(resp, 0), map[windows.Granularity]windows.Peak{}
 			c.AsOf, c.CreatedAt = r[0].GetTimestampValue().AsTime(), r[1].GetTimestampValue().AsTime()
 			s.Remember(c, sent)
 			return false, nil
@@ -102,7 +103,7 @@ func (s *Store) FirstUsed(c counter.Counter, resp *pb.CommitResponse, write int,
 	// created_at as stored: the request's time, in milliseconds, not the
 	// commit's.
 	createdAt := resp.GetWriteResults()[write].GetTransformResults()[0].GetTimestampValue().AsTime()
-	c.AsOf, c.CreatedAt, c.Version = NotRolledUp, createdAt, fs.VersionOf(resp, write)
+	c.AsOf, c.CreatedAt, c.Version, c.Peaks = NotRolledUp, createdAt, fs.VersionOf(resp, write), map[windows.Granularity]windows.Peak{}
 	s.Remember(c, sent)
 	return c
 }

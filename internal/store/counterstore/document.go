@@ -7,6 +7,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // decode reads a counter document, refusing one the functions cannot have
@@ -24,7 +25,18 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		Origin: counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
-	if err := d.Err(r); err != nil {
+	peaks := d.Map(dm.FieldPeaks)
+	if d.Has(dm.FieldPeaks) {
+		c.Peaks = map[windows.Granularity]windows.Peak{}
+		for _, g := range peaks.Fields() {
+			p := peaks.Map(g)
+			c.Peaks[windows.Granularity(g)] = windows.Peak{Start: p.Time(dm.FieldStart), Value: p.Int(dm.FieldPeak)}
+			if err := p.Err(); err != nil {
+				return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed peaks", d.ID)
+			}
+		}
+	}
+	if err := d.Err(r, peaks); err != nil {
 		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", d.ID)
 	}
 	if c.Origin == "" {
@@ -53,6 +65,7 @@ func fields(c counter.Counter) map[string]*pb.Value {
 		dm.FieldUnique:    fs.BoolValue(c.Unique),
 		dm.FieldOrigin:    fs.StringValue(string(c.Origin)),
 		dm.FieldRanked:    fs.BoolValue(c.Ranked),
+		dm.FieldPeaks:     PeaksValue(nil), // none yet: its buckets hold nothing from before peaks
 	}
 	if c.Kind != "" {
 		fields[dm.FieldKind] = fs.StringValue(c.Kind)
@@ -73,4 +86,13 @@ func ReshardValue(r counter.Reshard) *pb.Value {
 		fields["merged_at"] = fs.TimeValue(r.MergedAt)
 	}
 	return fs.MapValue(fields)
+}
+
+// PeaksValue is the peaks field of a counter document.
+func PeaksValue(peaks map[windows.Granularity]windows.Peak) *pb.Value {
+	m := map[string]*pb.Value{}
+	for g, p := range peaks {
+		m[string(g)] = fs.MapValue(map[string]*pb.Value{dm.FieldStart: fs.TimeValue(p.Start), dm.FieldPeak: fs.IntValue(p.Value)})
+	}
+	return fs.MapValue(m)
 }

@@ -41,6 +41,14 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		fields[dm.FieldNumShards] = fs.IntValue(int64(c.NumShards))
 		fields[dm.FieldReshard] = counterstore.ReshardValue(c.Reshard)
 	}
+	var peaks map[windows.Granularity]windows.Peak
+	if r.Change != 0 && s.windows != nil {
+		var err error
+		if peaks, err = s.peaks(ctx, c, r.Change); err != nil {
+			return time.Time{}, false, err
+		}
+		fields[dm.FieldPeaks] = counterstore.PeaksValue(peaks)
+	}
 	// activity_as_of is in the mask always: without automatic sharding it
 	// is deleted, so a later switch to on starts from a new baseline.
 	mask := slices.Sorted(maps.Keys(fields))
@@ -53,7 +61,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: fs.IntValue(1)}}}
 	writes := []*pb.Write{w}
 	if r.Change != 0 && s.windows != nil {
-		writes = append(writes, s.windowWrites(c, r.Change)...)
+		writes = append(writes, s.windowWrites(c, r.Change, peaks)...)
 	}
 	if r.Correct != 0 {
 		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
@@ -72,10 +80,39 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	return time.Time{}, false, fs.Classify(err, "write the roll-up of "+c.ID)
 }
 
+// peaks are counter c's peaks after change, a change of its buckets
+// holding c.AsOf. A document written before peaks were kept has none: the
+// sum of what added to each bucket so far (its gross, one read each, once
+// per counter) bounds every part of it, and the peak goes on from there.
+func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map[windows.Granularity]windows.Peak, error) {
+	before := maps.Clone(c.Peaks)
+	if before == nil {
+		before = map[windows.Granularity]windows.Peak{}
+		names := make([]string, len(windows.Listed))
+		for i, g := range windows.Listed {
+			names[i] = s.db.Name(dm.Bucket(c.ID, g, g.Start(c.AsOf)))
+		}
+		docs, _, err := s.db.GetAll(ctx, names, time.Time{})
+		if err != nil {
+			return nil, fs.Classify(err, "read the buckets of "+c.ID)
+		}
+		for i, g := range windows.Listed {
+			before[g] = windows.Peak{Start: g.Start(c.AsOf), Value: fs.DocOf(docs[i]).Int(dm.FieldGross)}
+		}
+	}
+	peaks := map[windows.Granularity]windows.Peak{}
+	for _, g := range windows.Listed {
+		peaks[g] = before[g].Add(g.Start(c.AsOf), change)
+	}
+	return peaks, nil
+}
+
 // windowWrites adds change to counter c's bucket of each granularity
-// holding c.AsOf, creating it when missing; each bucket also says whether
-// rankings may show it, as its counter does now.
-func (s *Store) windowWrites(c counter.Counter, change int64) []*pb.Write {
+// holding c.AsOf, creating it when missing, and sets the listed ones'
+// peak; each bucket also says whether rankings may show it, as its
+// counter does now. A bucket of before peaks loses its gross: a ranking
+// lists it by peak from then on.
+func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.Granularity]windows.Peak) []*pb.Write {
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
@@ -89,11 +126,14 @@ func (s *Store) windowWrites(c counter.Counter, change int64) []*pb.Write {
 		if c.Kind != "" {
 			fields[dm.FieldKind] = fs.StringValue(c.Kind)
 		}
-		// gross: what the roll-ups that added brought, a bound on any part
-		// of the bucket's count (rolling windows rank by it).
-		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), map[string]int64{dm.FieldCount: change, dm.FieldGross: max(change, 0)})
+		mask := slices.Sorted(maps.Keys(fields))
+		if p, ok := peaks[g]; ok {
+			fields[dm.FieldPeak] = fs.IntValue(p.Value)
+			mask = append(mask, dm.FieldPeak, dm.FieldGross) // gross deleted
+		}
+		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), map[string]int64{dm.FieldCount: change})
 		w.GetUpdate().Fields = fields
-		w.UpdateMask.FieldPaths = slices.Sorted(maps.Keys(fields))
+		w.UpdateMask.FieldPaths = mask
 		writes = append(writes, w)
 	}
 	return writes

@@ -1,8 +1,10 @@
 package windowstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,27 +20,32 @@ import (
 // the window, and whether the answer is exact. The window lies in the
 // List buckets of now and of before; a counter's count in it is at most
 // its count in the current one (which holds nothing later than now) plus
-// the gross of the previous one (the changes that added: whatever part of
-// it the window covers, it cannot count more). So the depth first of each
-// bucket, by count and by gross, are the candidates, each summed exactly
-// over the window with one aggregation; a counter beyond both lists counts
-// at most the sum of their last values, and when the last of the top limit
-// counts more, no other can pass or tie it: exact. Otherwise a deeper round
-// may settle it. It reads at most 2 × depth documents and as many
-// aggregations.
+// the peak of the previous one (the most any run of its last changes adds:
+// the window covers such a run), or, for a bucket written before peaks,
+// its gross. So the depth first of the current bucket by count and of the
+// previous one by peak and by gross are the candidates, each summed
+// exactly over the window with one aggregation; a counter beyond the lists
+// counts at most the sum of their last values (the bound). When it is not
+// exact, the answer is the counters above the bound only, so none is left
+// out while one it outranks is in, and a deeper round may settle the
+// rest. It reads at most 3 × depth documents and as many aggregations.
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
-	current, err := s.top(ctx, r.List, r.List.Start(now), depth, kind, ByCount)
-	if err != nil {
-		return nil, false, err
+	current := r.List.Start(now)
+	var lists [][]windows.Ranked
+	bound := int64(0)
+	for _, l := range []struct {
+		start time.Time
+		by    By
+	}{{current, ByCount}, {current.Add(-r.List.Length()), ByPeak}, {current.Add(-r.List.Length()), ByGross}} {
+		list, err := s.top(ctx, r.List, l.start, depth, kind, l.by)
+		if err != nil {
+			return nil, false, err
+		}
+		lists, bound = append(lists, list), bound+tail(list, depth)
 	}
-	previous, err := s.top(ctx, r.List, r.List.Start(now).Add(-r.List.Length()), depth, kind, ByGross)
-	if err != nil {
-		return nil, false, err
-	}
-	bound := tail(current, depth) + tail(previous, depth)
 	seen := map[string]bool{}
 	var out []windows.Ranked
-	for _, c := range append(current, previous...) {
+	for _, c := range slices.Concat(lists...) {
 		if seen[c.CounterID] {
 			continue
 		}
@@ -53,12 +60,19 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 	}
 	slices.SortFunc(out, func(a, b windows.Ranked) int {
 		if a.Count != b.Count {
-			return int(b.Count - a.Count)
+			return cmp.Compare(b.Count, a.Count)
 		}
 		return strings.Compare(a.CounterID, b.CounterID)
 	})
-	exact := bound <= 0 || len(out) >= limit && out[limit-1].Count > bound // a tie at the bound could rank before, by id
-	return out[:min(limit, len(out))], exact, nil
+	// Settled: above the bound (a tie at it could rank before, by id).
+	settled := len(out)
+	if bound > 0 {
+		settled = sort.Search(len(out), func(i int) bool { return out[i].Count <= bound })
+	}
+	if settled >= limit {
+		return out[:limit], true, nil
+	}
+	return out[:settled], bound == 0, nil
 }
 
 // tail is the last value of a ranking read to depth: what any counter

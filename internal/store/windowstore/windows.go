@@ -52,13 +52,14 @@ func (s *Store) History(ctx context.Context, id string, g windows.Granularity, s
 	return out, nil
 }
 
-// By is what a ranking of buckets orders by: the count, or the gross
-// (the sum of the bucket's roll-up changes that added, a bound on what any
-// part of it counted).
+// By is what a ranking of buckets orders by: the count, or a bound on
+// what any part of the bucket counted: its peak, or (a bucket written
+// before peaks) its gross, the sum of its changes that added.
 type By string
 
 const (
 	ByCount By = dm.FieldCount
+	ByPeak  By = dm.FieldPeak
 	ByGross By = dm.FieldGross
 )
 
