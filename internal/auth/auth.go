@@ -15,13 +15,14 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	firebase "firebase.google.com/go/v4"
 	fbauth "firebase.google.com/go/v4/auth"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
 // Verifier authenticates requests.
@@ -31,7 +32,7 @@ type Verifier struct {
 	// a mobile app sends the same token for up to an hour. In production a
 	// check costs a signature verification; with the Auth emulator it also
 	// asks the emulator for the user, on every request.
-	verified *lru.Cache[[32]byte, verifiedToken]
+	verified *sizedlru.Cache[[32]byte, verifiedToken]
 	now      func() time.Time
 }
 
@@ -40,9 +41,12 @@ type verifiedToken struct {
 	expires time.Time
 }
 
-// maxVerified bounds the tokens remembered; the least recently used go
-// first.
-const maxVerified = 100_000
+// maxVerified bounds the tokens remembered, and verifiedShare the memory
+// they take (a 32nd of the instance's); the least recently used go first.
+const (
+	maxVerified   = 100_000
+	verifiedShare = 1.0 / 32
+)
 
 // recheckEvery bounds how long a token is trusted without a check, whatever
 // its expiry.
@@ -58,7 +62,9 @@ func New(ctx context.Context, projectID string) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	verified, _ := lru.New[[32]byte, verifiedToken](maxVerified) // size > 0 never fails
+	verified := sizedlru.New(maxVerified, sizedlru.Share(verifiedShare), func(_ [32]byte, t verifiedToken) int {
+		return sizedlru.Entry + 32 + int(unsafe.Sizeof(t)) + len(t.caller.UID)
+	})
 	return &Verifier{client: client, verified: verified, now: time.Now}, nil
 }
 

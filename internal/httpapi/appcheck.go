@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
 // AppCheckMode is how public endpoints treat App Check tokens (APP_CHECK).
@@ -52,20 +51,29 @@ type AppCheck struct {
 
 	mu       sync.Mutex
 	outcomes map[string]int64
-	consumed *lru.Cache[[sha256.Size]byte, struct{}] // tokens this instance saw consumed
-	served   *lru.Cache[[sha256.Size]byte, []uint64] // the accounts each token served, by a hash of their uid
+	consumed *sizedlru.Cache[[sha256.Size]byte, struct{}] // tokens this instance saw consumed
+	served   *sizedlru.Cache[[sha256.Size]byte, []uint64] // the accounts each token served, by a hash of their uid
 	seed     maphash.Seed
 }
 
 // maxConsumed bounds the consumed tokens an instance remembers: a replay
 // of one of them is refused without asking the App Check API. maxServed
 // bounds the tokens whose accounts it remembers: a token forgotten (the
-// least recently used, at about 100 bytes each) starts over, which takes
-// an attacker maxServed fresh tokens.
+// least recently used, at about 200 bytes each) starts over, which takes
+// an attacker maxServed fresh tokens. Each takes at most tokensShare of
+// the instance's memory (a 64th).
 const (
 	maxConsumed = 100_000
 	maxServed   = 100_000
+	tokensShare = 1.0 / 64
 )
+
+// consumedSize and servedSize are what a remembered token takes.
+func consumedSize([sha256.Size]byte, struct{}) int { return sizedlru.Entry + sha256.Size }
+
+func servedSize(_ [sha256.Size]byte, accounts []uint64) int {
+	return sizedlru.Entry + sha256.Size + 24 + 8*cap(accounts)
+}
 
 // App Check outcomes, as counted and logged.
 const (
@@ -141,7 +149,7 @@ func (a *AppCheck) serves(sum [sha256.Size]byte, uid string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.served == nil {
-		a.served, _ = lru.New[[sha256.Size]byte, []uint64](maxServed) // size > 0 never fails
+		a.served = sizedlru.New(maxServed, sizedlru.Share(tokensShare), servedSize)
 		a.seed = maphash.MakeSeed()
 	}
 	account := maphash.String(a.seed, uid)
@@ -220,7 +228,7 @@ func (a *AppCheck) consume(ctx context.Context, b Backend, token string) (outcom
 	sum := sha256.Sum256([]byte(token))
 	a.mu.Lock()
 	if a.consumed == nil {
-		a.consumed, _ = lru.New[[sha256.Size]byte, struct{}](maxConsumed) // size > 0 never fails
+		a.consumed = sizedlru.New(maxConsumed, sizedlru.Share(tokensShare), consumedSize)
 	}
 	seen := a.consumed.Contains(sum)
 	a.mu.Unlock()

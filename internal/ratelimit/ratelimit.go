@@ -26,9 +26,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
 // Budget names one kind of work a caller is limited in.
@@ -210,9 +212,18 @@ func (k Key) String() string {
 	return [...]string{"user:", "addr:", "net:", "app:"}[k.Scope] + k.ID
 }
 
-// MaxKeys bounds the keys remembered per Limiter; the least recently seen
+// MaxKeys bounds the keys remembered per Limiter, and keysShare the
+// memory they take (a 16th of the instance's); the least recently seen
 // are forgotten first, which resets their buckets to full.
-const MaxKeys = 100_000
+const (
+	MaxKeys   = 100_000
+	keysShare = 1.0 / 16
+)
+
+// keySize is what a key's buckets take.
+func keySize(key string, buckets map[Budget]*rate.Limiter) int {
+	return sizedlru.Entry + sizedlru.String(key) + 48 + len(buckets)*(int(unsafe.Sizeof(rate.Limiter{}))+32)
+}
 
 // Limiter applies the budgets to keys.
 type Limiter struct {
@@ -220,13 +231,13 @@ type Limiter struct {
 	now    func() time.Time
 
 	mu   sync.Mutex // makes a Take atomic over its keys
-	keys *lru.Cache[string, map[Budget]*rate.Limiter]
+	keys *sizedlru.Cache[string, map[Budget]*rate.Limiter]
 }
 
 // New returns a limiter with the given limits of users, addresses and
 // subnets (Parse's results); an App Check token has a user's.
 func New(users, addresses, subnets Limits) *Limiter {
-	keys, _ := lru.New[string, map[Budget]*rate.Limiter](MaxKeys) // size > 0 never fails
+	keys := sizedlru.New(MaxKeys, sizedlru.Share(keysShare), keySize)
 	return &Limiter{limits: [scopes]Limits{users, addresses, subnets, users}, now: time.Now, keys: keys}
 }
 
@@ -268,6 +279,9 @@ func (l *Limiter) Take(b Budget, n int, keys ...Key) (bool, time.Duration) {
 		if lim == nil {
 			lim = rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst)
 			buckets[b] = lim
+			if known {
+				l.keys.Add(key.String(), buckets) // it grew
+			}
 		}
 		if n > lim.Burst() {
 			return refuse(time.Duration(float64(n) / float64(lim.Limit()) * float64(time.Second)))

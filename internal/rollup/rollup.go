@@ -47,12 +47,12 @@ import (
 	"context"
 	"math"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
+	"unsafe"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
 // Store is the storage the roll-up runs on (firestoredb.Counters). Its
@@ -124,7 +124,7 @@ type Roller struct {
 	cadence time.Duration
 	auto    AutoSharding
 	clock   Clock
-	known   *lru.Cache[string, knowledge]
+	known   *sizedlru.Cache[string, knowledge]
 }
 
 // knowledge is what this instance last learnt of a counter's roll-up, so
@@ -135,12 +135,18 @@ type knowledge struct {
 	holder string    // …and by whom
 }
 
-// maxKnown bounds the counters remembered; the least recently used go first.
-const maxKnown = 100_000
+// maxKnown bounds the counters remembered, and knownShare the memory they
+// take (a 64th of the instance's); the least recently used go first.
+const (
+	maxKnown   = 100_000
+	knownShare = 1.0 / 64
+)
 
 // New returns a Roller writing each counter at most once per cadence.
 func New(store Store, opts Options) *Roller {
-	known, _ := lru.New[string, knowledge](maxKnown) // size > 0 never fails
+	known := sizedlru.New(maxKnown, sizedlru.Share(knownShare), func(id string, k knowledge) int {
+		return sizedlru.Entry + sizedlru.String(id) + int(unsafe.Sizeof(k)) + len(k.holder)
+	})
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}

@@ -16,15 +16,17 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+	"unsafe"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/sizedlru"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Options configure a Store.
@@ -51,7 +53,7 @@ type Options struct {
 type Store struct {
 	db     *fs.DB
 	opts   Options
-	cached *lru.Cache[string, cachedCounter]
+	cached *sizedlru.Cache[string, cachedCounter]
 }
 
 type cachedCounter struct {
@@ -59,13 +61,24 @@ type cachedCounter struct {
 	expires time.Time
 }
 
-// maxCached bounds the counters one instance remembers; the least
-// recently used are forgotten first.
-const maxCached = 100_000
+// maxCached bounds the counters one instance remembers, and cacheShare
+// the memory they take (a 16th of the instance's: 32 MiB of 512); the
+// least recently used are forgotten first.
+const (
+	maxCached  = 100_000
+	cacheShare = 1.0 / 16
+)
+
+// cachedSize is what a cached counter takes.
+func cachedSize(id string, e cachedCounter) int {
+	c := e.c
+	return sizedlru.Entry + sizedlru.String(id) + int(unsafe.Sizeof(e)) + len(c.ID) + len(c.Owner) + len(c.Kind) +
+		len(c.Reshard.Reason) + len(c.Peaks)*int(unsafe.Sizeof(windows.Peak{})+32)
+}
 
 // New returns the store on db.
 func New(db *fs.DB, opts Options) *Store {
-	cached, _ := lru.New[string, cachedCounter](maxCached) // size > 0 never fails
+	cached := sizedlru.New(maxCached, sizedlru.Share(cacheShare), cachedSize)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

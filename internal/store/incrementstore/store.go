@@ -11,9 +11,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unsafe"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 
@@ -23,6 +23,7 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/sizedlru"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 )
 
@@ -45,20 +46,29 @@ type Store struct {
 	counters *counterstore.Store
 	opts     Options
 
-	known     *lru.Cache[string, knownValue] // see bound.go
-	contended *lru.Cache[string, bool]       // the last commit of the counter was slow or refused
-	marked    *lru.Cache[string, time.Time]  // when this instance last marked a counter active
+	known     *sizedlru.Cache[string, knownValue] // see bound.go
+	contended *sizedlru.Cache[string, bool]       // the last commit of the counter was slow or refused
+	marked    *sizedlru.Cache[string, time.Time]  // when this instance last marked a counter active
 }
 
-// maxRemembered bounds the counters one instance remembers anything of;
-// the least recently used are forgotten first.
-const maxRemembered = 100_000
+// maxRemembered bounds the counters one instance remembers anything of,
+// and rememberedShare the memory each of its three caches takes (a 64th
+// of the instance's); the least recently used are forgotten first.
+const (
+	maxRemembered   = 100_000
+	rememberedShare = 1.0 / 64
+)
+
+// remembered returns a cache of what this instance remembers of counters.
+func remembered[V any]() *sizedlru.Cache[string, V] {
+	return sizedlru.New(maxRemembered, sizedlru.Share(rememberedShare), func(id string, v V) int {
+		return sizedlru.Entry + sizedlru.String(id) + int(unsafe.Sizeof(v))
+	})
+}
 
 // New returns the store on db, whose counters are read with counters.
 func New(db *fs.DB, counters *counterstore.Store, opts Options) *Store {
-	known, _ := lru.New[string, knownValue](maxRemembered) // size > 0 never fails
-	contended, _ := lru.New[string, bool](maxRemembered)
-	marked, _ := lru.New[string, time.Time](maxRemembered)
+	known, contended, marked := remembered[knownValue](), remembered[bool](), remembered[time.Time]()
 	return &Store{db: db, counters: counters, opts: opts, known: known, contended: contended, marked: marked}
 }
 
