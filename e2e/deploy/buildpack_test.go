@@ -225,6 +225,8 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 			resp, err = http.Get(base + "/?counter_id=" + id + "-liked")
 		case "topCounters":
 			resp, err = http.Get(base + "/?window=all")
+		case "eraseMember":
+			resp, err = http.Post(base, "application/json", strings.NewReader(`{"uid":"nobody"}`))
 		case "rollupCounter":
 			snap, serr := fs.Doc("counters/" + id + "/shards/0").Get(context.Background())
 			if serr != nil {

@@ -224,6 +224,7 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 				"resetCounter":      `{"counter_id":"c1"}`,
 				"deleteCounter":     `{"counter_id":"c1"}`,
 				"updateCounter":     `{"counter_id":"c1","ranked":false}`,
+				"eraseMember":       `{"uid":"u1"}`,
 				"reconcileCounters": `{}`,
 				"recordInstruments": `{"instruments":[{"symbol":"A","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`,
 			}[spec.Name]

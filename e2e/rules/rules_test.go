@@ -193,23 +193,29 @@ func TestMergedIntoAnApp(t *testing.T) {
 
 // TestAUsersLikes: a user lists their own member documents across
 // counters, one collection-group query (members where uid == theirs,
-// newest first), and nobody else's.
+// newest first; of one kind too), and nobody else's.
 func TestAUsersLikes(t *testing.T) {
 	project := testenv.NewProjectID("likes")
 	loadRules(t, project, readFile(t, "../../firestore.rules"))
 	fs := testenv.Firestore(t, project)
-	for _, m := range []struct{ counter, uid string }{{"likes:p1", "user-a"}, {"likes:p2", "user-a"}, {"likes:p1", "user-b"}} {
+	for _, m := range []struct{ counter, uid string }{{"likes:p1", "user-a"}, {"likes:p2", "user-a"}, {"likes:p1", "user-b"}, {"viewers:p1", "user-a"}} {
 		if _, err := fs.Doc("counters/"+m.counter+"/members/"+m.uid).Set(context.Background(),
-			map[string]any{"uid": m.uid, "counter_id": m.counter, "joined_at": time.Now()}); err != nil {
+			map[string]any{"uid": m.uid, "counter_id": m.counter, "kind": strings.Split(m.counter, ":")[0], "joined_at": time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	host, _ := testenv.EmulatorHost()
-	query := func(token, uid string) (int, int) {
+	eq := func(field, v string) map[string]any {
+		return map[string]any{"fieldFilter": map[string]any{"field": map[string]any{"fieldPath": field}, "op": "EQUAL", "value": map[string]any{"stringValue": v}}}
+	}
+	query := func(token, uid string, kind ...string) (int, int) {
 		q := map[string]any{"from": []any{map[string]any{"collectionId": "members", "allDescendants": true}},
 			"orderBy": []any{map[string]any{"field": map[string]any{"fieldPath": "joined_at"}, "direction": "DESCENDING"}}}
-		if uid != "" {
-			q["where"] = map[string]any{"fieldFilter": map[string]any{"field": map[string]any{"fieldPath": "uid"}, "op": "EQUAL", "value": map[string]any{"stringValue": uid}}}
+		switch {
+		case len(kind) > 0:
+			q["where"] = map[string]any{"compositeFilter": map[string]any{"op": "AND", "filters": []any{eq("uid", uid), eq("kind", kind[0])}}}
+		case uid != "":
+			q["where"] = eq("uid", uid)
 		}
 		body, _ := json.Marshal(map[string]any{"structuredQuery": q})
 		req, _ := http.NewRequest("POST", "http://"+host+"/v1/projects/"+project+"/databases/(default)/documents:runQuery", bytes.NewReader(body))
@@ -232,11 +238,16 @@ func TestAUsersLikes(t *testing.T) {
 		return resp.StatusCode, n
 	}
 	userA := testenv.ValidIDToken(project, "user-a")
-	if status, n := query(userA, "user-a"); status != http.StatusOK || n != 2 {
+	if status, n := query(userA, "user-a"); status != http.StatusOK || n != 3 {
+		t.Errorf("user A's memberships: %d, %d documents; want 200 and 3", status, n)
+	}
+	if status, n := query(userA, "user-a", "likes"); status != http.StatusOK || n != 2 {
 		t.Errorf("user A's likes: %d, %d documents; want 200 and 2", status, n)
 	}
-	if status, _ := query(userA, "user-b"); status != http.StatusForbidden {
-		t.Errorf("user B's likes, as user A: %d, want 403", status)
+	for _, kind := range [][]string{nil, {"likes"}} {
+		if status, _ := query(userA, "user-b", kind...); status != http.StatusForbidden {
+			t.Errorf("user B's likes (kind %v), as user A: %d, want 403", kind, status)
+		}
 	}
 	if status, _ := query(userA, ""); status != http.StatusForbidden {
 		t.Errorf("every member document, as user A: %d, want 403", status)

@@ -111,6 +111,7 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 		{"updateCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"ranked":true}`, id), http.StatusForbidden}, // admins only
 		{"listCounters", "GET", "?limit=5", "", 0},
 		{"listMembers", "GET", "?counter_id=" + id, "", http.StatusBadRequest}, // a plain counter has no members
+		{"eraseMember", "POST", "", `{"uid":"alice"}`, http.StatusForbidden},   // admins only
 		{"topCounters", "GET", "?window=all", "", 0},
 		{"deleteCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id), 0},
 		{"recordInstruments", "POST", "", `{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"etf","timestamp":"2019-01-01T00:00:00Z"}]}`, 0},

@@ -71,6 +71,9 @@ type Counters interface {
 	List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error)
 	Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error)
 	IsMember(ctx context.Context, id, uid string) (bool, error)
+	// Memberships are uid's member documents, newest first, after the
+	// one after (the zero Membership: from the first), at most limit.
+	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
 	// AppDocumentExists reads a document of the app's (a kind's keys_in).
 	AppDocumentExists(ctx context.Context, path string) (bool, error)
 }

@@ -26,6 +26,9 @@ type IncrementItem struct {
 	Delta          *int64  `json:"delta"`
 	ActionType     *string `json:"action_type"`
 	IdempotencyKey *string `json:"idempotency_key"`
+	// Member, from an admin on a unique counter: the user the increment
+	// adds (+1) or removes (−1), instead of the caller.
+	Member *string `json:"member"`
 }
 
 // IncrementCounterRequest is the input of incrementCounter: one increment,
@@ -156,7 +159,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 			err = core.allow(ctx, caller, ratelimit.Increment, 1)
 		}
 		if err == nil {
-			op, err = core.authorize(ctx, caller, id, op, read)
+			op, err = core.authorize(ctx, caller, id, op, item.Member, read)
 		}
 		if err != nil {
 			out[i].Err = under(i, err)
@@ -209,9 +212,13 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 
 // authorize reads counter id (once per request), pays for its first use,
 // and checks what the caller may do to it with op: a unique counter takes
-// +1 or −1 from an identified caller only, a plain one a delta within the
-// caller's role. It returns op, with its user and its counter.
-func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, read map[string]authorized) (increment.Op, error) {
+// +1 or −1 from an identified caller only (an admin's for member, when
+// given; an end user's −1 not on a join-only kind), a plain one a delta
+// within the caller's role. It returns op, with its user and its counter.
+func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, member *string, read map[string]authorized) (increment.Op, error) {
+	if member != nil && !caller.Admin {
+		return op, &errs.Error{Code: errs.PermissionDenied, Field: "member", Message: "only admins (your app's backend) act for a member; an end user's increment counts themselves"}
+	}
 	a, ok := read[id]
 	if !ok {
 		c, fresh, err := core.counters.LiveOrNewCached(ctx, id)
@@ -226,10 +233,22 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 	}
 	op.User, op.Counter, op.Fresh, op.Ledger = caller.User, a.c, a.fresh, ledger.From(ctx)
 	if !a.c.Unique {
+		if member != nil {
+			return op, errs.Invalid("member", "goes with unique counters; %q counts increments, not members", id)
+		}
 		return op, core.mayAdd(caller, a.c, op.Delta)
 	}
 	if op.Delta != 1 && op.Delta != -1 {
 		return op, errs.Invalid("delta", "must be 1 or -1 on unique counter %q: +1 adds you, -1 removes you", id)
+	}
+	if member != nil {
+		if op.User = *member; op.User == "" || counter.ValidateMemberID(op.User) != nil {
+			return op, errs.Invalid("member", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
+		}
+		return op, nil
+	}
+	if op.Delta == -1 && !caller.Admin && core.cfg.Kinds[a.c.Kind].JoinOnly {
+		return op, errs.New(errs.PermissionDenied, "%q is of a join-only kind: a member does not leave (an admin may remove one)", id)
 	}
 	return op, counter.ValidateMemberID(caller.User)
 }

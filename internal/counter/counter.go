@@ -332,6 +332,13 @@ func ValidateMemberID(uid string) error {
 	return nil
 }
 
+// Membership is one of a user's member documents: its counter, when the
+// user joined, and its path (a cursor).
+type Membership struct {
+	CounterID, Path string
+	JoinedAt        time.Time
+}
+
 // Member is one member of a unique counter.
 type Member struct {
 	UID      string

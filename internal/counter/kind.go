@@ -33,6 +33,9 @@ type Kind struct {
 	// use of KIND:KEY needs the document KEYS_IN/KEY, so users count only
 	// what the app made, and mint no counter (a ranked one) of their own.
 	KeysIn string `json:"keys_in"`
+	// JoinOnly: on a unique kind, an end user joins and never leaves (a
+	// viewer cannot un-view); admins may still remove a member.
+	JoinOnly bool `json:"join_only"`
 }
 
 // Kinds are the declared kinds by name.
@@ -60,7 +63,7 @@ func ParseKinds(s string) (Kinds, error) {
 		dec.DisallowUnknownFields()
 		var k Kind
 		if err := dec.Decode(&k); err != nil {
-			return nil, fmt.Errorf("kind %q: %v (options: unique, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
+			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
 		}
 		switch {
 		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
@@ -69,6 +72,8 @@ func ParseKinds(s string) (Kinds, error) {
 			return nil, fmt.Errorf("kind %q: decrement must be \"admins\" or \"users\"", name)
 		case k.Unique && k.Decrement != "":
 			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
+		case k.JoinOnly && !k.Unique:
+			return nil, fmt.Errorf("kind %q: join_only goes with unique: true (members who cannot leave)", name)
 		case k.KeysIn != "" && !isCollectionPath(k.KeysIn):
 			return nil, fmt.Errorf("kind %q: keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"", name)
 		}

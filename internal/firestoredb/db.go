@@ -120,6 +120,12 @@ func (db *DB) Close() error {
 // Name returns the full name of the document at path ("counters/c1").
 func (db *DB) Name(path string) string { return db.database + "/documents/" + path }
 
+// Path is the path of the document of full name name (Name's inverse).
+func (db *DB) Path(name string) string { return strings.TrimPrefix(name, db.database+"/documents/") }
+
+// Doc returns the document at path, for a query's cursor.
+func (db *DB) Doc(path string) *firestore.DocumentRef { return db.client.Doc(path) }
+
 // Collection returns the collection at path, to build queries on.
 func (db *DB) Collection(path string) *firestore.CollectionRef { return db.client.Collection(path) }
 

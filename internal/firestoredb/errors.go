@@ -84,11 +84,24 @@ func Retry(what string, attempt func(try int) (raced bool, err error)) error {
 }
 
 // LandsBy is the latest a commit sent now under ctx may land: its
-// deadline (Firestore applies nothing past a call's deadline), or now
-// when it has none.
+// deadline (Firestore applies nothing past a call's deadline: gRPC sends
+// it the time left, so its clock may run a little past ours, which the
+// late-write windows' second of slack covers), or, without one, as late
+// as the longest FIRESTORE_DEADLINE allows.
 func LandsBy(ctx context.Context, now time.Time) time.Time {
-	if d, ok := ctx.Deadline(); ok && d.After(now) {
-		return d
+	if d, ok := ctx.Deadline(); ok {
+		return later(d, now)
 	}
-	return now
+	return now.Add(NoDeadline)
+}
+
+// NoDeadline is how long a call without a deadline is taken to be able to
+// land: the longest FIRESTORE_DEADLINE.
+const NoDeadline = 5 * time.Minute
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

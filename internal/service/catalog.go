@@ -126,6 +126,7 @@ var Catalog = []Spec{
 	{Name: "updateCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).UpdateCounter, http.StatusOK)},
 	{Name: "listCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).ListCounters, http.StatusOK)},
 	{Name: "listMembers", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).ListMembers, http.StatusOK)},
+	{Name: "eraseMember", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).EraseMember, http.StatusOK)},
 	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).TopCounters, http.StatusOK)},
 	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: datamodel.ShardDocument, event: (*app).rollupCounter},
 	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: reconcileCounters},

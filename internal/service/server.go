@@ -418,8 +418,6 @@ func (s *Server) StatsHandler(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, s.Stats())
 }
 
-// maxEventBody bounds a CloudEvent's body: a shard document is tiny.
-
 // Close releases the clients the server built (the simulation closes its
 // instances' at the end of a run).
 func (s *Server) Close() error {

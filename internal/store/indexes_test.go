@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/shardcount/internal/activity"
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/indexcheck"
 	. "github.com/shardcount/shardcount/internal/instruments"
@@ -52,6 +53,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a kind, gross": windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
 		"a rolling window":     windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
 		"a user's likes":       counters.LikedByQuery("u1", 20),
+		"a user's memberships": counters.MembershipsQuery("u1", counter.Membership{}, 100),
+		"memberships, after":   counters.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
 		"a counter's members":  counters.MembersQuery("likes:p1", "u1", 20),
 		"markers, first":       rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
 		"markers, after":       rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],

@@ -149,3 +149,29 @@ func (s *Store) AppDocumentExists(ctx context.Context, path string) (bool, error
 	}
 	return doc != nil, nil
 }
+
+// MembershipsQuery is Memberships' query: uid's member documents, newest
+// first (the index of a user's likes), after the membership after.
+func (s *Store) MembershipsQuery(uid string, after counter.Membership, limit int) firestore.Query {
+	q := s.db.CollectionGroup(dm.Members).Where(dm.FieldUID, "==", uid).
+		OrderBy(dm.FieldJoinedAt, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+	if after.Path != "" {
+		q = q.StartAfter(after.JoinedAt, s.db.Doc(after.Path))
+	}
+	return q.Limit(limit)
+}
+
+// Memberships returns uid's memberships after the one after (the zero
+// Membership first), at most limit.
+func (s *Store) Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error) {
+	docs, err := s.db.Query(ctx, s.MembershipsQuery(uid, after, limit))
+	if err != nil {
+		return nil, fs.Classify(err, "list the memberships of a user")
+	}
+	out := make([]counter.Membership, len(docs))
+	for i, pd := range docs {
+		d := fs.DocOf(pd)
+		out[i] = counter.Membership{CounterID: d.Str(dm.FieldCounterID), JoinedAt: d.Time(dm.FieldJoinedAt), Path: s.db.Path(pd.GetName())}
+	}
+	return out, nil
+}

@@ -209,9 +209,13 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time
 		writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
 	}
 	for _, u := range plan.Joins {
-		// uid and counter_id: a user's likes are one collection-group
-		// query (members where uid == me).
-		w := fs.CreateWrite(s.db.Name(dm.Member(id, u)), map[string]*pb.Value{dm.FieldUID: fs.StringValue(u), dm.FieldCounterID: fs.StringValue(id)})
+		// uid, counter_id and kind: a user's likes are one collection-group
+		// query (members where uid == me and kind == "likes").
+		fields := map[string]*pb.Value{dm.FieldUID: fs.StringValue(u), dm.FieldCounterID: fs.StringValue(id)}
+		if b.Counter.Kind != "" {
+			fields[dm.FieldKind] = fs.StringValue(b.Counter.Kind)
+		}
+		w := fs.CreateWrite(s.db.Name(dm.Member(id, u)), fields)
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldJoinedAt)}
 		writes = append(writes, w)
 	}

@@ -70,10 +70,12 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	resp, err := s.db.Commit(ctx, writes...)
 	switch fs.Code(err) {
 	case codes.OK:
+		version := resp.GetWriteResults()[0].GetUpdateTime().AsTime()
 		if r.Reshard {
+			c.Version = version // the cache holds what the commit wrote
 			s.counters.Remember(c, sent)
 		}
-		return resp.GetWriteResults()[0].GetUpdateTime().AsTime(), true, nil
+		return version, true, nil
 	case codes.FailedPrecondition, codes.NotFound:
 		return time.Time{}, false, nil
 	}

@@ -1,0 +1,160 @@
+package kinds
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+)
+
+// strong is a counter's exact count.
+func strong(t *testing.T, token, id string) int64 {
+	t.Helper()
+	var got struct{ Count int64 }
+	call(t, token, "GET", "getCounter", "?consistency=strong&counter_id="+id).Decode(t, &got)
+	return got.Count
+}
+
+// TestAViewerCannotUnview: a join-only kind's members stay (27 → 26 was
+// a viewer taking their view back); an admin may still remove one.
+func TestAViewerCannotUnview(t *testing.T) {
+	id := "viewers:v-" + run
+	erin, backend := user(t, "erin-viewer"), admin(t)
+	if r := call(t, erin, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	if r := call(t, erin, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"delta":-1}`, id)); r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), "join-only") {
+		t.Errorf("a viewer's un-view: %s, want 403", r)
+	}
+	if n := strong(t, backend, id); n != 1 {
+		t.Errorf("viewers after a refused un-view: %d, want 1", n)
+	}
+	r := call(t, backend, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"delta":-1,"member":"erin-viewer-%s"}`, id, run))
+	var out struct{ Member, Changed bool }
+	r.Decode(t, &out)
+	if r.Status != http.StatusOK || out.Member || !out.Changed || strong(t, backend, id) != 0 {
+		t.Errorf("the backend removes the viewer: %s, want removed", r)
+	}
+}
+
+// TestTheBackendActsForAMember: an admin likes and unlikes for a user
+// (their member document is the one changed); an end user's member is 403.
+func TestTheBackendActsForAMember(t *testing.T) {
+	id := "likes:for-" + run
+	frank, backend := user(t, "frank"), admin(t)
+	uid := "frank-" + run
+	like := func(token string, delta int, member string) testenv.Response {
+		return call(t, token, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"delta":%d,"member":%q}`, id, delta, member))
+	}
+	if r := like(backend, 1, uid); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"changed":true`) {
+		t.Fatalf("the backend likes for frank: %s", r)
+	}
+	// frank sees it as his own like: his like again changes nothing.
+	if r := call(t, frank, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); !strings.Contains(string(r.Body), `"changed":false`) {
+		t.Errorf("frank's own like after the backend's: %s, want no change", r)
+	}
+	if r := like(frank, 1, "someone-else"); r.Status != http.StatusForbidden {
+		t.Errorf("an end user's member: %s, want 403", r)
+	}
+	if r := call(t, backend, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":"views:for-%s","member":%q}`, run, uid)); r.Status != http.StatusBadRequest {
+		t.Errorf("member on a plain counter: %s, want 400", r)
+	}
+	if r := like(backend, -1, uid); r.Status != http.StatusOK || strong(t, backend, id) != 0 {
+		t.Errorf("the backend unlikes for frank: %s", r)
+	}
+}
+
+// TestEraseMember removes a user from every unique counter, each count
+// down by exactly one, and a second call changes nothing.
+func TestEraseMember(t *testing.T) {
+	gina, other, backend := user(t, "gina"), user(t, "gina-friend"), admin(t)
+	uid := "gina-" + run
+	ids := []string{"likes:e1-" + run, "likes:e2-" + run, "viewers:e3-" + run}
+	for _, id := range ids {
+		for _, tok := range []string{gina, other} {
+			if r := call(t, tok, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+				t.Fatal(r)
+			}
+		}
+	}
+	if r := call(t, gina, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q}`, uid)); r.Status != http.StatusForbidden {
+		t.Errorf("a user's eraseMember: %s, want 403", r)
+	}
+	for pass, want := range []int{3, 0} {
+		r := call(t, backend, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q}`, uid))
+		var out struct {
+			UID      string
+			Counters int
+			Complete bool
+		}
+		r.Decode(t, &out)
+		if r.Status != http.StatusOK || out.UID != uid || out.Counters != want || !out.Complete {
+			t.Errorf("erasure %d: %s, want %d counters, complete", pass+1, r, want)
+		}
+	}
+	for _, id := range ids {
+		if n := strong(t, backend, id); n != 1 {
+			t.Errorf("%s after gina's erasure: %d, want her friend's 1", id, n)
+		}
+		var m struct{ Members []struct{ UID string } }
+		call(t, backend, "GET", "listMembers", "?counter_id="+id).Decode(t, &m)
+		if len(m.Members) != 1 || m.Members[0].UID != "gina-friend-"+run {
+			t.Errorf("%s's members after the erasure: %v", id, m.Members)
+		}
+	}
+}
+
+// TestMyLikesByKind: member documents name their kind, so "my likes" is
+// members where uid == mine and kind == "likes", newest first, under the
+// rules; a viewer's membership is not among them.
+func TestMyLikesByKind(t *testing.T) {
+	hana := user(t, "hana")
+	for _, id := range []string{"likes:m1-" + run, "viewers:m2-" + run, "likes:m3-" + run} {
+		if r := call(t, hana, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	liked := membersQuery(t, hana, "hana-"+run, "likes")
+	if len(liked) != 2 || liked[0] != "likes:m3-"+run || liked[1] != "likes:m1-"+run {
+		t.Errorf("hana's likes, newest first: %v", liked)
+	}
+}
+
+// membersQuery runs the app's query of a user's member documents of a
+// kind, newest first, with the user's token under the rules, and returns
+// their counters.
+func membersQuery(t *testing.T, token, uid, kind string) []string {
+	t.Helper()
+	eq := func(field, v string) map[string]any {
+		return map[string]any{"fieldFilter": map[string]any{"field": map[string]any{"fieldPath": field}, "op": "EQUAL", "value": map[string]any{"stringValue": v}}}
+	}
+	q := map[string]any{"structuredQuery": map[string]any{
+		"from":    []any{map[string]any{"collectionId": "members", "allDescendants": true}},
+		"where":   map[string]any{"compositeFilter": map[string]any{"op": "AND", "filters": []any{eq("uid", uid), eq("kind", kind)}}},
+		"orderBy": []any{map[string]any{"field": map[string]any{"fieldPath": "joined_at"}, "direction": "DESCENDING"}},
+	}}
+	body, _ := json.Marshal(q)
+	host, _ := testenv.EmulatorHost()
+	r := testenv.Do(t, "POST", "http://"+host+"/v1/projects/"+project+"/databases/"+testenv.Database()+"/documents:runQuery", string(body), "Authorization", "Bearer "+token)
+	var results []struct {
+		Document *struct {
+			Fields map[string]struct {
+				StringValue string `json:"stringValue"`
+			} `json:"fields"`
+		} `json:"document"`
+	}
+	r.Decode(t, &results)
+	if r.Status != http.StatusOK {
+		t.Fatalf("the query of %s's %s: %s", uid, kind, r)
+	}
+	var ids []string
+	for _, res := range results {
+		if res.Document != nil {
+			ids = append(ids, res.Document.Fields["counter_id"].StringValue)
+		}
+	}
+	return ids
+}
