@@ -45,7 +45,7 @@ func TestTheDefaultBudgets(t *testing.T) {
 			wg.Go(func() {
 				var list struct{ Results []struct{ Status int } }
 				status := post(t, s.dev.Functions()+"/incrementCounter", `{"increments":[`+items+`]}`, &list,
-					"X-Forwarded-For", fmt.Sprintf("2001:db8:48:%x::1", i), "Authorization", users[i], "X-Firebase-AppCheck", tokens[i])
+					"X-Forwarded-For", fmt.Sprintf("2001:db8:48:%x00::1", i), "Authorization", users[i], "X-Firebase-AppCheck", tokens[i])
 				mu.Lock()
 				defer mu.Unlock()
 				statuses[status]++

@@ -82,7 +82,7 @@ const (
 	// Of a window's bucket.
 	FieldGranularity = "granularity"
 	FieldStart       = "start"
-	FieldPeak        = "peak"  // the most any suffix of the bucket's changes adds
+	FieldPeakPrefix  = "peak_" // peak_0 … peak_5: the most a run of the bucket's last changes from that slot on adds
 	FieldGross       = "gross" // of buckets written before peak: the sum of the changes that added
 
 	// Of a counter document: the running peak of its current hour and day
@@ -138,3 +138,6 @@ func KeyHash(user, key string) string {
 	h.Write([]byte(key))
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// FieldPeak is the field of a window bucket's peak of slot s.
+func FieldPeak(s int) string { return FieldPeakPrefix + strconv.Itoa(s) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,7 +116,7 @@ func (e *Edge) checkApp(ctx context.Context, ep Endpoint, req *Request) error {
 	token := req.HTTP.Header.Get(appCheckHeader)
 	outcome, appID, err := a.verify(ctx, e.Backend, token)
 	if outcome == AppCheckValid {
-		sum := sha256.Sum256([]byte(token))
+		sum := tokenDigest(token)
 		req.AppToken = hex.EncodeToString(sum[:12])
 		if !a.serves(sum, req.User) {
 			outcome, err = AppCheckOverused, &errs.Error{Code: errs.PermissionDenied, Field: appCheckHeader,
@@ -225,7 +226,7 @@ func (a *AppCheck) consume(ctx context.Context, b Backend, token string) (outcom
 	defer cancel()
 	replayed := &errs.Error{Code: errs.Unauthenticated, Field: appCheckHeader,
 		Message: "X-Firebase-AppCheck was used before: this function takes a limited-use token once (limitedUseAppCheckTokens)"}
-	sum := sha256.Sum256([]byte(token))
+	sum := tokenDigest(token)
 	a.mu.Lock()
 	if a.consumed == nil {
 		a.consumed = sizedlru.New(maxConsumed, sizedlru.Share(tokensShare), consumedSize)
@@ -251,4 +252,15 @@ func (a *AppCheck) consume(ctx context.Context, b Backend, token string) (outcom
 		return AppCheckReplayed, replayed
 	}
 	return AppCheckValid, nil
+}
+
+// tokenDigest identifies a token by its signed part (header.payload): the
+// signature's base64 is decoded leniently, so its last character has
+// spellings that all verify, and a digest of the whole string would make
+// one token many.
+func tokenDigest(token string) [sha256.Size]byte {
+	if i := strings.LastIndexByte(token, '.'); i >= 0 {
+		token = token[:i]
+	}
+	return sha256.Sum256([]byte(token))
 }

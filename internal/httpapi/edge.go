@@ -279,6 +279,11 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	var body []byte
 	if post {
 		var err error
+		if d, ok := ctx.Deadline(); ok {
+			// A body sent slowly holds its memory no longer than its call
+			// may last, from a caller with a token too.
+			_ = http.NewResponseController(w).SetReadDeadline(d) // a writer without deadlines (tests): the handler's own bound
+		}
 		if body, err = readBody(w, r, ep.MaxBody); err != nil {
 			return early(w, err)
 		}

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -190,5 +193,37 @@ func TestTheTokenBeforeTheBody(t *testing.T) {
 	}
 	if handled.Load() != 0 {
 		t.Errorf("the handler ran %d times", handled.Load())
+	}
+}
+
+// TestASlowBodyEndsWithItsCall: a caller with a token (anonymous sign-in
+// makes them free) sent a 1 MiB body slowly, holding its memory as long
+// as it liked. The read now ends at the call's deadline.
+func TestASlowBodyEndsWithItsCall(t *testing.T) {
+	var admit atomic.Bool
+	admit.Store(true)
+	h := orderedEdge(&admit, new(atomic.Int64))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond) // the call's deadline
+		defer cancel()
+		h(w, r.WithContext(ctx))
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer good\r\nX-Firebase-AppCheck: good-app\r\nContent-Length: 1048576\r\n\r\n{\"pad\":\"")
+	// The rest never comes. A generous wait for a loaded machine, far
+	// below forever, which is what a read without a deadline waits.
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a slow body with a token got no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a slow body: %d, want 400 once the call's deadline passed", resp.StatusCode)
 	}
 }

@@ -47,7 +47,7 @@ func TopLatency(ctx context.Context, f *Functions, raw *Raw, n, reps int) ([]Rea
 			// list ranked counters only).
 			{"counters/" + id, map[string]any{"num_shards": 1, "count": count, "origin": "admin", "owner": "", "ranked": true}},
 			{"counters/" + id + "/windows/" + windows.DocID(windows.Hour, hour), map[string]any{
-				"counter_id": id, "granularity": "hour", "start": hour, "count": count, "peak": count, "ranked": true,
+				"counter_id": id, "granularity": "hour", "start": hour, "count": count, "ranked": true,
 				"expire_at": hour.Add(36 * 24 * time.Hour)}},
 		} {
 			job, err := bw.Set(raw.Client.Doc(w.path), w.data)

@@ -189,8 +189,8 @@ func TestAddressesOfOneSiteShareASubnet(t *testing.T) {
 	l := New(user, address, Scaled(address, SubnetScale))
 	fixedClock(l, new(time.Unix(0, 0)))
 	landed := 0
-	for i := range 120 { // a batch of 20 from each of 120 /64s of one /48
-		if ok, _ := l.Take(Increment, 20, Keys(fmt.Sprint("bot-", i), fmt.Sprintf("2001:db8:7:%x::1", i), "")...); ok {
+	for i := range 120 { // a batch of 20 from each of 120 /64s of one /48, each in a /56 of its own
+		if ok, _ := l.Take(Increment, 20, Keys(fmt.Sprint("bot-", i), fmt.Sprintf("2001:db8:7:%x00::1", i), "")...); ok {
 			landed += 20
 		}
 	}

@@ -16,16 +16,20 @@ import (
 
 // checkBuckets: every bucket of a live counter's last incarnation holds
 // exactly the changes of the roll-ups whose time (rollup_as_of) falls in
-// it, each once (count), and an hour's or a day's the largest sum of its
-// last changes in their commit order (peak), however often events were
-// delivered; and no other bucket exists.
+// it, each once (count), and an hour's or a day's, for each slot, the
+// largest sum of a run of its last changes from that slot on, in their
+// commit order (peak_0 … peak_5), however often events were delivered;
+// and no other bucket exists.
 func (w *world) checkBuckets(id string) {
 	created := w.creations(id)
 	if len(created) == 0 {
 		return
 	}
 	from := created[len(created)-1]
-	type bucket struct{ count, peak int64 }
+	type bucket struct {
+		count int64
+		peaks [windows.PeakSlots]int64
+	}
 	want := map[string]bucket{}
 	name := root + "counters/" + id
 	for _, rec := range w.commits {
@@ -46,7 +50,7 @@ func (w *world) checkBuckets(id string) {
 				b := want[windows.DocID(g, g.Start(at))]
 				b.count += change
 				if slices.Contains(windows.Listed, g) {
-					b.peak = max(b.peak, 0) + change
+					b.peaks = windows.Peak{Start: g.Start(at), Values: b.peaks}.Add(g, g.Start(at), at, change).Values
 				}
 				want[windows.DocID(g, g.Start(at))] = b
 			}
@@ -54,15 +58,18 @@ func (w *world) checkBuckets(id string) {
 	}
 	for _, d := range w.under(id, "windows", time.Time{}) {
 		docID := d.GetName()[strings.LastIndex(d.GetName(), "/")+1:]
-		got := bucket{field(d, "count").GetIntegerValue(), field(d, "peak").GetIntegerValue()}
+		got := bucket{count: field(d, "count").GetIntegerValue()}
+		for s := range got.peaks {
+			got.peaks[s] = field(d, fmt.Sprint("peak_", s)).GetIntegerValue()
+		}
 		if got != want[docID] || field(d, "gross") != nil {
-			w.problem("counter %s's bucket %s holds count %d peak %d (gross %v); its roll-ups' changes make %d and %d", id, docID, got.count, got.peak, field(d, "gross"), want[docID].count, want[docID].peak)
+			w.problem("counter %s's bucket %s holds count %d peaks %v (gross %v); its roll-ups' changes make %d and %v", id, docID, got.count, got.peaks, field(d, "gross"), want[docID].count, want[docID].peaks)
 		}
 		delete(want, docID)
 	}
 	for docID, b := range want {
 		if b != (bucket{}) {
-			w.problem("counter %s has no bucket %s, which its roll-ups' changes make count %d peak %d", id, docID, b.count, b.peak)
+			w.problem("counter %s has no bucket %s, which its roll-ups' changes make count %d peaks %v", id, docID, b.count, b.peaks)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -37,7 +39,16 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	counters := counterstore.New(db, counterstore.Options{})
 	rollups, windowStore := rollupstore.New(db, counters, nil), windowstore.New(db)
 	now := time.Now()
-	for name, q := range map[string]firestore.Query{
+	queries := map[string]firestore.Query{}
+	// The apps' own query, in their clients (docs/guides/likes.md): a
+	// user's likes of one kind, newest first.
+	queries["a user's likes of a kind"] = db.CollectionGroup("members").Where("uid", "==", "u1").Where("kind", "==", "likes").
+		OrderBy("joined_at", firestore.Desc).Limit(20)
+	for slot := range windows.PeakSlots {
+		queries[fmt.Sprint("top by peak ", slot)] = windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByPeak(slot))
+		queries[fmt.Sprint("top of a kind by peak ", slot)] = windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByPeak(slot))
+	}
+	maps.Copy(queries, map[string]firestore.Query{
 		"list one owner's":     counters.ListQuery("uid", false, "", 20),
 		"list one owner's, on": counters.ListQuery("uid", false, "post-1", 20),
 		"list all":             counters.ListQuery("", true, "post-1", 20),
@@ -48,8 +59,6 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a kind":        windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total": windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
 		"top by gross":         windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
-		"top by peak":          windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByPeak),
-		"top of a kind, peak":  windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByPeak),
 		"top of a kind, gross": windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
 		"a rolling window":     windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
 		"a user's likes":       counters.LikedByQuery("u1", 20),
@@ -58,7 +67,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"a counter's members":  counters.MembersQuery("likes:p1", "u1", 20),
 		"markers, first":       rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
 		"markers, after":       rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
-	} {
+	})
+	for name, q := range queries {
 		shape, err := indexcheck.ShapeOf(q)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -8,25 +8,44 @@ type Ranked struct {
 	Count     int64
 }
 
-// Peak is a counter's running peak in one bucket: the largest sum of the
-// bucket's last changes so far (the running maximum suffix sum, as in
-// Kadane's algorithm). When the bucket is complete, any part of it that a
-// rolling window covers (its last minutes) adds at most Peak; like/unlike
-// churn (+1, −1, +1, …) keeps it at 1, where the sum of the changes that
-// added grows with every like.
+// PeakSlots is how many slots a listed bucket's peaks are kept for: an
+// hour's 10 minutes each, a day's 4 hours.
+const PeakSlots = 6
+
+// Peak is a counter's running peaks in one bucket: for each slot s, the
+// largest sum of a run of the bucket's last changes that starts in slot s
+// or later (the running maximum suffix sum, as in Kadane's algorithm, of
+// the changes from slot s on). When the bucket is complete, the part of
+// it a rolling window covers (its changes from the window's start on)
+// adds at most the peak of the slot holding that start. Like/unlike churn
+// (+1, −1, +1, …) adds at most its accounts' one like each, and likes
+// early in a bucket count only for windows that start before them, where
+// the sum of the changes that added grows with every like and counts for
+// every window.
 type Peak struct {
-	Start time.Time // the bucket's
-	Value int64
+	Start  time.Time // the bucket's
+	Values [PeakSlots]int64
 }
 
-// Add returns the peak after change, a change of the bucket starting at
-// start: a peak of an earlier bucket starts over.
-func (p Peak) Add(start time.Time, change int64) Peak {
+// Add returns the peaks after change, a change at time at of the bucket of
+// g starting at start: the peaks of an earlier bucket start over.
+func (p Peak) Add(g Granularity, start, at time.Time, change int64) Peak {
 	if !p.Start.Equal(start) {
 		p = Peak{Start: start}
 	}
-	p.Value = max(p.Value, 0) + change
+	for s := range min(Slot(g, start, at), PeakSlots-1) + 1 { // the runs from slot s on hold this change
+		p.Values[s] = max(p.Values[s], 0) + change
+	}
 	return p
+}
+
+// Slot is the slot of the bucket of g starting at start that holds t (0
+// before the bucket, PeakSlots past it).
+func Slot(g Granularity, start, t time.Time) int {
+	if t.Before(start) {
+		return 0
+	}
+	return min(int(t.Sub(start)/(g.Length()/PeakSlots)), PeakSlots)
 }
 
 // Listed are the granularities rolling windows list candidates from, whose

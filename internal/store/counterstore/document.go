@@ -30,7 +30,11 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		c.Peaks = map[windows.Granularity]windows.Peak{}
 		for _, g := range peaks.Fields() {
 			p := peaks.Map(g)
-			c.Peaks[windows.Granularity(g)] = windows.Peak{Start: p.Time(dm.FieldStart), Value: p.Int(dm.FieldPeak)}
+			peak := windows.Peak{Start: p.Time(dm.FieldStart)}
+			for s := range peak.Values {
+				peak.Values[s] = p.Int(dm.FieldPeak(s))
+			}
+			c.Peaks[windows.Granularity(g)] = peak
 			if err := p.Err(); err != nil {
 				return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed peaks", d.ID)
 			}
@@ -92,7 +96,11 @@ func ReshardValue(r counter.Reshard) *pb.Value {
 func PeaksValue(peaks map[windows.Granularity]windows.Peak) *pb.Value {
 	m := map[string]*pb.Value{}
 	for g, p := range peaks {
-		m[string(g)] = fs.MapValue(map[string]*pb.Value{dm.FieldStart: fs.TimeValue(p.Start), dm.FieldPeak: fs.IntValue(p.Value)})
+		fields := map[string]*pb.Value{dm.FieldStart: fs.TimeValue(p.Start)}
+		for s, v := range p.Values {
+			fields[dm.FieldPeak(s)] = fs.IntValue(v)
+		}
+		m[string(g)] = fs.MapValue(fields)
 	}
 	return fs.MapValue(m)
 }

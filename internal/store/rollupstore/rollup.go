@@ -42,6 +42,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		fields[dm.FieldReshard] = counterstore.ReshardValue(c.Reshard)
 	}
 	var peaks map[windows.Granularity]windows.Peak
+	upgrade := c.Peaks == nil // the first roll-up since peaks are kept
 	if r.Change != 0 && s.windows != nil {
 		var err error
 		if peaks, err = s.peaks(ctx, c, r.Change); err != nil {
@@ -61,7 +62,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: fs.IntValue(1)}}}
 	writes := []*pb.Write{w}
 	if r.Change != 0 && s.windows != nil {
-		writes = append(writes, s.windowWrites(c, r.Change, peaks)...)
+		writes = append(writes, s.windowWrites(c, r.Change, peaks, upgrade)...)
 	}
 	if r.Correct != 0 {
 		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
@@ -85,7 +86,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 // peaks are counter c's peaks after change, a change of its buckets
 // holding c.AsOf. A document written before peaks were kept has none: the
 // sum of what added to each bucket so far (its gross, one read each, once
-// per counter) bounds every part of it, and the peak goes on from there.
+// per counter) bounds every part of it, so each slot begun starts from it.
 func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map[windows.Granularity]windows.Peak, error) {
 	before := maps.Clone(c.Peaks)
 	if before == nil {
@@ -99,12 +100,17 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 			return nil, fs.Classify(err, "read the buckets of "+c.ID)
 		}
 		for i, g := range windows.Listed {
-			before[g] = windows.Peak{Start: g.Start(c.AsOf), Value: fs.DocOf(docs[i]).Int(dm.FieldGross)}
+			start := g.Start(c.AsOf)
+			p := windows.Peak{Start: start}
+			for s := range windows.Slot(g, start, c.AsOf) + 1 { // the slots begun so far
+				p.Values[s] = fs.DocOf(docs[i]).Int(dm.FieldGross)
+			}
+			before[g] = p
 		}
 	}
 	peaks := map[windows.Granularity]windows.Peak{}
 	for _, g := range windows.Listed {
-		peaks[g] = before[g].Add(g.Start(c.AsOf), change)
+		peaks[g] = before[g].Add(g, g.Start(c.AsOf), c.AsOf, change)
 	}
 	return peaks, nil
 }
@@ -112,9 +118,11 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 // windowWrites adds change to counter c's bucket of each granularity
 // holding c.AsOf, creating it when missing, and sets the listed ones'
 // peak; each bucket also says whether rankings may show it, as its
-// counter does now. A bucket of before peaks loses its gross: a ranking
-// lists it by peak from then on.
-func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.Granularity]windows.Peak) []*pb.Write {
+// counter does now. On the upgrade, a bucket's gross, just read into its
+// peak, is dropped; otherwise a gross is left alone: the code of before
+// (a rolling deploy, a redelivered event) may still add to it, and a
+// ranking bounds the bucket by its peak and gross together.
+func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.Granularity]windows.Peak, upgrade bool) []*pb.Write {
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
@@ -130,8 +138,13 @@ func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.
 		}
 		mask := slices.Sorted(maps.Keys(fields))
 		if p, ok := peaks[g]; ok {
-			fields[dm.FieldPeak] = fs.IntValue(p.Value)
-			mask = append(mask, dm.FieldPeak, dm.FieldGross) // gross deleted
+			for s, v := range p.Values {
+				fields[dm.FieldPeak(s)] = fs.IntValue(v)
+				mask = append(mask, dm.FieldPeak(s))
+			}
+			if upgrade {
+				mask = append(mask, dm.FieldGross) // deleted: it is in the peak
+			}
 		}
 		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), map[string]int64{dm.FieldCount: change})
 		w.GetUpdate().Fields = fields

@@ -19,33 +19,41 @@ import (
 // the top limit ranked counters (of kind, when not "") by their count in
 // the window, and whether the answer is exact. The window lies in the
 // List buckets of now and of before; a counter's count in it is at most
-// its count in the current one (which holds nothing later than now) plus
-// the peak of the previous one (the most any run of its last changes adds:
-// the window covers such a run), or, for a bucket written before peaks,
-// its gross. So the depth first of the current bucket by count and of the
-// previous one by peak and by gross are the candidates, each summed
-// exactly over the window with one aggregation; a counter beyond the lists
-// counts at most the sum of their last values (the bound). When it is not
-// exact, the answer is the counters above the bound only, so none is left
-// out while one it outranks is in, and a deeper round may settle the
-// rest. It reads at most 3 × depth documents and as many aggregations.
+// its count in the current one (which holds nothing later than now) plus,
+// of the previous one, its peak of the slot holding the window's start
+// (the most a run of its changes from that slot on adds: the window
+// covers such a run) and its gross (the changes that added, of roll-ups
+// of before peaks, which a peak may have missed). So the depth first of
+// the current bucket by count and of the previous one by that peak and by
+// gross are the candidates, each summed exactly over the window with one
+// aggregation; a counter beyond the lists counts at most the sum of their
+// last values (the bound). When it is not exact, the answer is the
+// counters above the bound only, so none is left out while one it
+// outranks is in, and a deeper round may settle the rest. It reads at
+// most 3 × depth documents and as many aggregations.
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
 	current := r.List.Start(now)
-	var lists [][]windows.Ranked
-	bound := int64(0)
-	for _, l := range []struct {
+	previous := current.Add(-r.List.Length())
+	type list struct {
 		start time.Time
 		by    By
-	}{{current, ByCount}, {current.Add(-r.List.Length()), ByPeak}, {current.Add(-r.List.Length()), ByGross}} {
-		list, err := s.top(ctx, r.List, l.start, depth, kind, l.by)
+	}
+	lists := []list{{current, ByCount}}
+	if slot := windows.Slot(r.List, previous, r.From(now)); slot < windows.PeakSlots {
+		lists = append(lists, list{previous, ByPeak(slot)}, list{previous, ByGross})
+	}
+	var candidates [][]windows.Ranked
+	bound := int64(0)
+	for _, l := range lists {
+		ranked, err := s.top(ctx, r.List, l.start, depth, kind, l.by)
 		if err != nil {
 			return nil, false, err
 		}
-		lists, bound = append(lists, list), bound+tail(list, depth)
+		candidates, bound = append(candidates, ranked), bound+tail(ranked, depth)
 	}
 	seen := map[string]bool{}
 	var out []windows.Ranked
-	for _, c := range slices.Concat(lists...) {
+	for _, c := range slices.Concat(candidates...) {
 		if seen[c.CounterID] {
 			continue
 		}

@@ -40,8 +40,9 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 		batch := fs.BulkWriter(ctx)
 		for c := range 40 {
 			id := fmt.Sprintf("%s:c%d", kind, c)
-			hours := map[time.Time][3]int64{} // count, gross, peak
-			for m := 119; m >= 0; m-- {       // oldest first, as roll-ups come
+			hours := map[time.Time][2]int64{} // count, gross
+			peaks := map[time.Time]windows.Peak{}
+			for m := 119; m >= 0; m-- { // oldest first, as roll-ups come
 				start := windows.Minute.Start(now).Add(-time.Duration(m) * time.Minute)
 				if rng.IntN(3) != 0 {
 					continue
@@ -60,20 +61,24 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 						change = 15
 					}
 				}
-				put(fs, batch, id, kind, windows.Minute, start, change, "", 0)
+				put(fs, batch, id, kind, windows.Minute, start, change, nil)
 				if !start.Before(from) {
 					truth[id] += change
 				}
 				h := windows.Hour.Start(start)
 				hc := hours[h]
-				hours[h] = [3]int64{hc[0] + change, hc[1] + max(change, 0), max(hc[2], 0) + change}
+				hours[h] = [2]int64{hc[0] + change, hc[1] + max(change, 0)}
+				peaks[h] = peaks[h].Add(windows.Hour, h, start, change)
 			}
 			for h, hc := range hours {
+				bounds := map[string]int64{"gross": hc[1]}
 				if seed%2 == 0 {
-					put(fs, batch, id, kind, windows.Hour, h, hc[0], "peak", hc[2])
-				} else {
-					put(fs, batch, id, kind, windows.Hour, h, hc[0], "gross", hc[1])
+					bounds = map[string]int64{}
+					for s, v := range peaks[h].Values {
+						bounds[fmt.Sprint("peak_", s)] = v
+					}
 				}
+				put(fs, batch, id, kind, windows.Hour, h, hc[0], bounds)
 			}
 		}
 		batch.End()
@@ -116,12 +121,12 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 	}
 }
 
-// put writes a window bucket as the roll-up writes it, with a bound
-// (peak, or gross as before peaks) when bound is not "".
-func put(fs *firestore.Client, w *firestore.BulkWriter, id, kind string, g windows.Granularity, start time.Time, count int64, bound string, value int64) {
+// put writes a window bucket as the roll-up writes it, with its bounds
+// (peaks, or gross as before peaks).
+func put(fs *firestore.Client, w *firestore.BulkWriter, id, kind string, g windows.Granularity, start time.Time, count int64, bounds map[string]int64) {
 	doc := map[string]any{"counter_id": id, "granularity": string(g), "start": start, "count": count, "ranked": true, "kind": kind}
-	if bound != "" {
-		doc[bound] = value
+	for field, v := range bounds {
+		doc[field] = v
 	}
 	w.Set(fs.Doc("counters/"+id+"/windows/"+windows.DocID(g, start)), doc)
 }

@@ -53,15 +53,18 @@ func (s *Store) History(ctx context.Context, id string, g windows.Granularity, s
 }
 
 // By is what a ranking of buckets orders by: the count, or a bound on
-// what any part of the bucket counted: its peak, or (a bucket written
-// before peaks) its gross, the sum of its changes that added.
+// what a part of the bucket counted: its peak of a slot (ByPeak), or (of
+// roll-ups of before peaks) its gross, the sum of its changes that added.
 type By string
 
 const (
 	ByCount By = dm.FieldCount
-	ByPeak  By = dm.FieldPeak
 	ByGross By = dm.FieldGross
 )
+
+// ByPeak orders by the peak of slot s: what the bucket's changes from
+// slot s on add at most.
+func ByPeak(s int) By { return By(dm.FieldPeak(s)) }
 
 // TopQuery is Top's query for a window (g, start), or over the counters'
 // totals when g is "": ranked counters only, of kind when not "", highest
