@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/clientaddr"
 	"github.com/shardcount/shardcount/internal/counter"
-	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/ratelimit"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -92,7 +92,7 @@ type Config struct {
 	// AppCheck is how public functions treat App Check tokens of end
 	// users; AppCheckConsume names the functions whose calls must carry a
 	// limited-use token, consumed on use.
-	AppCheck        httpapi.AppCheckMode
+	AppCheck        AppCheckMode
 	AppCheckConsume []string
 	// AppCheckAccounts bounds the accounts one App Check token serves.
 	AppCheckAccounts int
@@ -100,7 +100,7 @@ type Config struct {
 	// locally.
 	AppCheckJWKS, AppCheckAPI string
 	// Proxies says which X-Forwarded-For hop is the client (TRUSTED_PROXIES).
-	Proxies httpapi.Proxies
+	Proxies clientaddr.Proxies
 
 	// Windows keeps the roll-up's changes per minute, hour and day for
 	// this long after each bucket ends; nil with WINDOWS=off.
@@ -150,6 +150,17 @@ type Setting struct {
 
 // databaseID is what Firestore accepts as a named database's id.
 var databaseID = regexp.MustCompile(`^[a-z][a-z0-9-]{2,61}[a-z0-9]$`)
+
+// AppCheckMode is how public functions treat App Check tokens (APP_CHECK).
+type AppCheckMode string
+
+const (
+	AppCheckOff AppCheckMode = "off"
+	// AppCheckMonitor checks and counts the tokens, refusing nothing.
+	AppCheckMonitor AppCheckMode = "monitor"
+	// AppCheckEnforce refuses an end user's call without a valid token.
+	AppCheckEnforce AppCheckMode = "enforce"
+)
 
 // Settings lists every environment variable the functions read.
 var Settings = append([]Setting{
@@ -254,8 +265,8 @@ var Settings = append([]Setting{
 		onOff(func(c *Config) *bool { return &c.AnonymousCreate })},
 	{"APP_CHECK", "off", "`enforce`: an end user's call without a valid App Check token (`X-Firebase-AppCheck`) is 401 `UNAUTHENTICATED`; admins are exempt. `monitor`: tokens are checked, counted and logged, and nothing is refused. `off`: not checked. See docs/security.md for why it is off by default.", Deployed,
 		func(c *Config, v string) error {
-			switch m := httpapi.AppCheckMode(strings.ToLower(v)); m {
-			case httpapi.AppCheckOff, httpapi.AppCheckMonitor, httpapi.AppCheckEnforce:
+			switch m := AppCheckMode(strings.ToLower(v)); m {
+			case AppCheckOff, AppCheckMonitor, AppCheckEnforce:
 				c.AppCheck = m
 				return nil
 			}
@@ -277,7 +288,7 @@ var Settings = append([]Setting{
 	{"APP_CHECK_API_URL", "", "Base URL of a stand-in for the App Check API, which consumes limited-use tokens. Local only.", Local,
 		func(c *Config, v string) error { c.AppCheckAPI = v; return nil }},
 	{"TRUSTED_PROXIES", "", "Proxies in front of the functions that append to `X-Forwarded-For` (a load balancer, a Firebase Hosting rewrite): their number, or their addresses as comma-separated CIDRs. The client's address, which budgets count under, is the hop before them. Unset: the hop Google's front end wrote.", Deployed,
-		func(c *Config, v string) (err error) { c.Proxies, err = httpapi.ParseProxies(v); return err }},
+		func(c *Config, v string) (err error) { c.Proxies, err = clientaddr.Parse(v); return err }},
 	{"WINDOWS", "on", "`on`: the roll-up adds each change to the counter's minute, hour and day buckets (history, `topCounters`). `off`: it writes none.", Deployed,
 		onOff(func(c *Config) *bool { return &c.windowsOn })},
 	{"WINDOW_RETENTION", "minute=48h,hour=840h,day=26280h", "How long buckets are kept after they end, per granularity (`granularity=duration`, comma-separated; the ones listed replace their defaults: two days of minutes, 35 days of hours, three years of days), by a TTL policy.", Deployed,

@@ -110,6 +110,8 @@ type Stores struct {
 	// reads, and ReadsPerReset what one reset reads: what their budgets
 	// pay for.
 	ReadsPerIncrement, ReadsPerReset int
+	// ReadsPerQuery bounds what one queryInstruments reads.
+	ReadsPerQuery int
 }
 
 // Core serves the counters' functions of one instance.
@@ -127,7 +129,7 @@ type Core struct {
 // New returns the core of cfg over stores.
 func New(cfg config.Config, stores Stores) *Core {
 	core := &Core{cfg: cfg, counters: stores.Counters, increments: stores.Increments, windows: stores.Windows, instrs: stores.Instruments,
-		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset)}
+		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset, stores.ReadsPerQuery)}
 	maxBatch := cfg.GroupCommitMaxBatch
 	if !cfg.GroupCommit {
 		maxBatch = 1

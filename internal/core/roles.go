@@ -6,11 +6,9 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
-	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
-	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
 // Who may do what (README "Who may do what"). With AUTH=required a caller
@@ -120,8 +118,9 @@ func (core *Core) allowPaying(ctx context.Context, caller Caller, b ratelimit.Bu
 // each budget pays for: the most its function reads for it. A request
 // that reads more is logged as reading without a budget
 // (internal/ledger). perIncrement and perReset are what the stores read
-// at most for one increment's share of a commit and for one reset.
-func readsPaid(perIncrement, perReset int) map[ratelimit.Budget]int {
+// at most for one increment's share of a commit and for one reset, and
+// perQuery what one queryInstruments reads.
+func readsPaid(perIncrement, perReset, perQuery int) map[ratelimit.Budget]int {
 	return map[ratelimit.Budget]int{
 		ratelimit.Call:      0,                  // it pays for checking and decoding a call
 		ratelimit.Increment: 1 + perIncrement,   // the counter's document, unless cached, and a share of its commit's reads
@@ -139,13 +138,9 @@ func readsPaid(perIncrement, perReset int) map[ratelimit.Budget]int {
 		ratelimit.Reset:   1 + perReset, // the document, then as often as it changes: the document and a SUM
 		ratelimit.Delete:  purgeReads,
 		ratelimit.Record:  0,
-		ratelimit.Query:   queryReads,
+		ratelimit.Query:   perQuery,
 	}
 }
-
-// queryReads bounds what one queryInstruments reads: a page (and one
-// more) from each chunk of at most shardedts.MaxIn shard values.
-const queryReads = (counter.MaxShards + shardedts.MaxIn - 1) / shardedts.MaxIn * (instruments.MaxLimit + 1)
 
 // purgeReads bounds the documents one owner's action lists and deletes
 // within a request's deadline.

@@ -16,17 +16,6 @@ import (
 	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
-// AppCheckMode is how public endpoints treat App Check tokens (APP_CHECK).
-type AppCheckMode string
-
-const (
-	AppCheckOff AppCheckMode = "off"
-	// AppCheckMonitor checks and counts the tokens, refusing nothing.
-	AppCheckMonitor AppCheckMode = "monitor"
-	// AppCheckEnforce refuses an end user's call without a valid token.
-	AppCheckEnforce AppCheckMode = "enforce"
-)
-
 // AppVerifier checks App Check tokens (internal/auth, with the Admin SDK).
 type AppVerifier interface {
 	// Verify returns the Firebase app id of a valid token. An invalid token
@@ -42,7 +31,10 @@ type AppVerifier interface {
 // (X-Firebase-AppCheck) of an end user's call; admins (an app's own
 // backends) are exempt.
 type AppCheck struct {
-	Mode AppCheckMode
+	// Monitor checks, counts and logs the tokens, and refuses nothing
+	// (APP_CHECK=monitor); otherwise a call without a valid one is refused
+	// (enforce).
+	Monitor bool
 	// Consume names the endpoints whose calls must carry a limited-use
 	// token, consumed on use: a replayed token is refused.
 	Consume map[string]bool
@@ -100,7 +92,7 @@ func (a *AppCheck) Outcomes() map[string]int64 {
 // appCheckApplies says whether a request's App Check token is checked.
 func (e *Edge) appCheckApplies(req *Request) bool {
 	a := e.AppCheck
-	return a != nil && a.Mode != AppCheckOff && a.Mode != "" && !req.Admin
+	return a != nil && !req.Admin
 }
 
 // checkApp verifies the request's App Check token, once its caller is
@@ -182,7 +174,7 @@ func (e *Edge) appOutcome(ctx context.Context, req *Request, outcome, appID stri
 		req.AppID = appID
 		return nil
 	}
-	if a.Mode == AppCheckMonitor {
+	if a.Monitor {
 		return nil
 	}
 	return err
@@ -195,7 +187,7 @@ const monitorWait = time.Second
 
 // bounded is ctx for one check: within monitorWait in monitor mode.
 func (a *AppCheck) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	if a.Mode == AppCheckMonitor {
+	if a.Monitor {
 		return context.WithTimeout(ctx, monitorWait)
 	}
 	return ctx, func() {}

@@ -44,9 +44,9 @@ func TestAppCheck(t *testing.T) {
 		}, nil
 	}
 	var gotApp string
-	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
+	for _, mode := range []string{"enforce", "monitor"} {
 		apps := fakeApps{&sync.Map{}, &atomic.Int64{}}
-		ac := &AppCheck{Mode: mode, Consume: map[string]bool{"like": true}}
+		ac := &AppCheck{Monitor: mode == "monitor", Consume: map[string]bool{"like": true}}
 		e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac}
 		endpoint := func(name string) http.HandlerFunc {
 			return serve(e, &checks{auth: users, apps: apps}, Endpoint{Name: name, Method: "POST", Public: true, MaxBody: 1024}, func(_ context.Context, r *Request) (int, any, error) {
@@ -55,7 +55,7 @@ func TestAppCheck(t *testing.T) {
 			})
 		}
 		plain, like := endpoint("plain"), endpoint("like")
-		enforced := mode == AppCheckEnforce
+		enforced := mode == "enforce"
 		for _, tc := range []struct {
 			name    string
 			h       http.HandlerFunc
@@ -105,7 +105,7 @@ func TestAppCheckConsumesOnlyWhatABudgetPaidFor(t *testing.T) {
 		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
 	}
 	budget := 1
-	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: &AppCheck{Mode: AppCheckEnforce, Consume: map[string]bool{"like": true}}}
+	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: &AppCheck{Consume: map[string]bool{"like": true}}}
 	like := serve(e, &checks{auth: users, apps: apps}, Endpoint{Name: "like", Method: "POST", Public: true, MaxBody: 1024},
 		func(context.Context, *Request) (int, any, error) { return 200, map[string]any{}, nil },
 		func(context.Context, *Request) error {
@@ -159,7 +159,7 @@ func TestMonitorModeSpendsNotTheRequestsTime(t *testing.T) {
 	users := func() (Authenticator, error) {
 		return func(context.Context, *http.Request) (Caller, error) { return Caller{UID: "u1"}, nil }, nil
 	}
-	ac := &AppCheck{Mode: AppCheckMonitor, Consume: map[string]bool{"like": true}}
+	ac := &AppCheck{Monitor: true, Consume: map[string]bool{"like": true}}
 	const deadline = 10 * time.Second
 	e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac, Deadline: deadline}
 	for name, token := range map[string]string{"plain": "stall", "like": "once-1"} {
@@ -179,8 +179,8 @@ func TestMonitorModeSpendsNotTheRequestsTime(t *testing.T) {
 func TestAnAppCheckTokenServesAFewAccounts(t *testing.T) {
 	// One valid token (an hour's life) carried 40 fresh anonymous
 	// accounts to 40 likes: a token was verified, never bound to anyone.
-	for _, mode := range []AppCheckMode{AppCheckEnforce, AppCheckMonitor} {
-		ac := &AppCheck{Mode: mode, Accounts: 3}
+	for _, mode := range []string{"enforce", "monitor"} {
+		ac := &AppCheck{Monitor: mode == "monitor", Accounts: 3}
 		e := &Edge{Logger: quietLogger(), AuthRequired: true, AppCheck: ac}
 		users := func() (Authenticator, error) {
 			return func(_ context.Context, r *http.Request) (Caller, error) {
@@ -210,7 +210,7 @@ func TestAnAppCheckTokenServesAFewAccounts(t *testing.T) {
 				t.Errorf("%s: account %d again: %d %s", mode, i, r.status, r.body)
 			}
 		}
-		if want := map[AppCheckMode]int{AppCheckEnforce: 3, AppCheckMonitor: 40}[mode]; served != want {
+		if want := map[string]int{"enforce": 3, "monitor": 40}[mode]; served != want {
 			t.Errorf("%s: one token served %d of 40 accounts, want %d", mode, served, want)
 		}
 		if got := ac.Outcomes()[AppCheckOverused]; got != 37 {

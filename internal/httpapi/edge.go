@@ -30,6 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardcount/shardcount/internal/clientaddr"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
@@ -135,7 +136,7 @@ type Edge struct {
 	// Deployed takes the client's address from X-Forwarded-For, behind
 	// Proxies.
 	Deployed bool
-	Proxies  Proxies
+	Proxies  clientaddr.Proxies
 	// AppCheck checks the App Check tokens of public endpoints; nil: off.
 	AppCheck *AppCheck
 	// Deadline bounds a handler's work (its Firestore calls), and the

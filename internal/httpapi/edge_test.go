@@ -279,29 +279,6 @@ func TestStalledTokenCheckIsA503(t *testing.T) {
 	}
 }
 
-func TestClientAddr(t *testing.T) {
-	req := httptest.NewRequest("GET", "/", nil)
-	req.RemoteAddr = "10.0.0.7:5555"
-	req.Header.Add("X-Forwarded-For", "6.6.6.6, 1.2.3.4")
-	if got := (Proxies{}).ClientAddr(req, false); got != "10.0.0.7" {
-		t.Errorf("locally: %q, want the peer", got)
-	}
-	if got := (Proxies{}).ClientAddr(req, true); got != "1.2.3.4" {
-		t.Errorf("deployed: %q, want the last hop (the first one is the client's to write)", got)
-	}
-	// A header of 100,000 hops costs what its last few do: the hops were
-	// all split into a slice first.
-	long := httptest.NewRequest("GET", "/", nil)
-	long.Header.Add("X-Forwarded-For", strings.Repeat("9.9.9.9, ", 100_000)+"1.2.3.4, 10.0.0.1")
-	p := Proxies{Hops: 1}
-	if got := p.ClientAddr(long, true); got != "1.2.3.4" {
-		t.Errorf("behind one proxy: %q", got)
-	}
-	if allocs := testing.AllocsPerRun(10, func() { p.ClientAddr(long, true) }); allocs > 10 {
-		t.Errorf("%v allocations for a long X-Forwarded-For", allocs)
-	}
-}
-
 func TestDeadline(t *testing.T) {
 	e := &Edge{Logger: quietLogger(), Deadline: 20 * time.Millisecond}
 	h := serve(e, nil, Endpoint{Name: "x", Method: "GET"}, func(ctx context.Context, _ *Request) (int, any, error) {

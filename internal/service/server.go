@@ -111,7 +111,7 @@ func (s *Server) setup() {
 		if err != nil {
 			s.cfgErr = errors.Join(s.cfgErr, err)
 		}
-		if len(consume) > 0 && s.cfg.AppCheck == httpapi.AppCheckOff {
+		if len(consume) > 0 && s.cfg.AppCheck == config.AppCheckOff {
 			s.cfgErr = errors.Join(s.cfgErr, errors.New("APP_CHECK_CONSUME consumes App Check tokens, which APP_CHECK=off does not check: set APP_CHECK=monitor or enforce"))
 		}
 		out := s.deps.Logs
@@ -125,8 +125,8 @@ func (s *Server) setup() {
 		}
 		s.edge = &httpapi.Edge{Logger: s.log, ProjectID: s.cfg.ProjectID, Origins: s.cfg.CORSOrigins, Deadline: s.cfg.FirestoreDeadline,
 			AuthRequired: s.cfg.Auth == config.AuthRequired, Deployed: s.cfg.Deployed, Proxies: s.cfg.Proxies, Backend: s}
-		if s.cfg.AppCheck != httpapi.AppCheckOff {
-			s.edge.AppCheck = &httpapi.AppCheck{Mode: s.cfg.AppCheck, Consume: consume, Accounts: s.cfg.AppCheckAccounts}
+		if s.cfg.AppCheck != config.AppCheckOff {
+			s.edge.AppCheck = &httpapi.AppCheck{Monitor: s.cfg.AppCheck == config.AppCheckMonitor, Consume: consume, Accounts: s.cfg.AppCheckAccounts}
 		}
 		s.routes = map[string]http.HandlerFunc{}
 		for _, spec := range Catalog {
@@ -300,6 +300,7 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 			Instruments:       instrumentstore.New(db, cfg.InstrumentShards, []byte(secret)),
 			ReadsPerIncrement: incrementstore.MaxReadsPerOp,
 			ReadsPerReset:     incrementstore.ResetReads,
+			ReadsPerQuery:     instrumentstore.QueryReads,
 		}),
 		reconciler: reconcile.New(cfg, rollupstore.New(db, counters, cfg.Windows)),
 	}

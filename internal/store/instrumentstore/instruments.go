@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
@@ -29,6 +30,10 @@ type Store struct {
 
 // New returns the instruments collection with numShards shard values;
 // secret signs page tokens.
+// QueryReads bounds what one Query reads: a page (and one more) from each
+// chunk of at most shardedts.MaxIn shard values.
+const QueryReads = (counter.MaxShards + shardedts.MaxIn - 1) / shardedts.MaxIn * (instruments.MaxLimit + 1)
+
 func New(db *fs.DB, numShards int, secret []byte) *Store {
 	return &Store{db: db, coll: shardedts.New(db.Collection(dm.Instruments), numShards, secret)}
 }

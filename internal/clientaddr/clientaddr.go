@@ -1,4 +1,7 @@
-package httpapi
+// Package clientaddr says which address a request comes from, for
+// budgets: the hop of X-Forwarded-For that the platform or a trusted proxy
+// wrote (TRUSTED_PROXIES).
+package clientaddr
 
 import (
 	"fmt"
@@ -22,9 +25,9 @@ type Proxies struct {
 	CIDRs []netip.Prefix
 }
 
-// ParseProxies reads TRUSTED_PROXIES: empty, a hop count, or
+// Parse reads TRUSTED_PROXIES: empty, a hop count, or
 // comma-separated CIDRs.
-func ParseProxies(v string) (Proxies, error) {
+func Parse(v string) (Proxies, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return Proxies{}, nil
