@@ -51,12 +51,7 @@ func Classify(err error, what string) error {
 	return fmt.Errorf("firestoredb: %s: %w", what, err)
 }
 
-// MaxAttempts bounds the attempts of Retry: each one after the first
-// follows a change, by another instance, of what the attempt before read.
-// That many in a row means something keeps rewriting it.
-const MaxAttempts = 5
-
-// Raced is the error an attempt of Retry returns when its commit's
+// Raced is the error an attempt of retry.Raced returns when its commit's
 // precondition failed (Raced(err) reports whether err says so): what it
 // read changed meanwhile, and reading it again may succeed.
 func Raced(err error) bool {
@@ -65,22 +60,6 @@ func Raced(err error) bool {
 		return true
 	}
 	return false
-}
-
-// Retry is the one loop of a read-check-commit: attempt reads what its
-// commit depends on, and commits on the condition that it did not change;
-// when it did (attempt reports raced), Retry runs it again, at most
-// MaxAttempts times in all, then answers UNAVAILABLE naming what. try
-// counts the attempts from 1. Any other outcome, an error or not, ends the
-// loop.
-func Retry(what string, attempt func(try int) (raced bool, err error)) error {
-	for try := 1; try <= MaxAttempts; try++ {
-		raced, err := attempt(try)
-		if !raced {
-			return err
-		}
-	}
-	return errs.Retryable(nil, RetryAfter, "%s keeps changing; retry", what)
 }
 
 // LandsBy is the latest a commit sent now under ctx may land: its

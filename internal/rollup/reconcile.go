@@ -8,6 +8,7 @@ import (
 	"github.com/shardcount/shardcount/internal/activity"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/retry"
 )
 
 // Outcome is what Reconcile did to one counter.
@@ -57,24 +58,25 @@ func (r *Roller) Heal(ctx context.Context, id string, deleted bool) (Outcome, er
 // is corrected on the shards in the same commit, and logged.
 func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 	log := logging.FromContext(ctx)
-	for range 3 {
+	var out Outcome
+	err := retry.Raced(fmt.Sprintf("counter %q", id), func(int) (bool, error) {
 		c, err := r.store.Read(ctx, id)
 		if err != nil {
-			return Outcome{}, err
+			return false, err
 		}
 		merged, err := r.finishMerge(ctx, &c)
 		if err != nil {
-			return Outcome{}, err
+			return false, err
 		}
 		sums, readTime, err := r.sum(ctx, id)
 		if err != nil {
-			return Outcome{}, err
+			return false, err
 		}
 		var drift int64
 		if c.Unique {
 			members, err := r.store.MemberCount(ctx, id, readTime)
 			if err != nil {
-				return Outcome{}, err
+				return false, err
 			}
 			drift = members - sums.Count
 			sums.Count = members
@@ -84,27 +86,26 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			again = c.Reshard.MergeUntil // the merge is due then
 		}
 		if sums.Count == c.Count && !merged && drift == 0 && !c.Legacy {
-			return Outcome{Checked: true, Again: again}, nil
+			out = Outcome{Checked: true, Again: again}
+			return false, nil
 		}
 		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
-		if err != nil {
-			return Outcome{}, err
+		if err != nil || !ok {
+			return !ok && err == nil, err // raced: the document changed since it was read
 		}
-		if ok {
-			if drift != 0 {
-				mismatches.Add(ctx, 1)
-				log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
-					"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
-			}
-			if sums.Count != c.Count {
-				log.Warn("reconciled a stale roll-up", "count", sums.Count,
-					"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
-			}
-			return Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}, nil
+		if drift != 0 {
+			mismatches.Add(ctx, 1)
+			log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
+				"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
 		}
-	}
-	return Outcome{}, errs.Retryable(fmt.Errorf("rollup: reconcile %s: the counter document keeps changing", id), time.Second,
-		"counter %q keeps changing; retry", id)
+		if sums.Count != c.Count {
+			log.Warn("reconciled a stale roll-up", "count", sums.Count,
+				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
+		}
+		out = Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
+		return false, nil
+	})
+	return out, err
 }
 
 // SweepEntry is a counter the reconcile sweep visits.

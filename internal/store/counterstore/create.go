@@ -13,6 +13,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -26,7 +27,7 @@ import (
 // never deletes the winner's.
 func (s *Store) Create(ctx context.Context, c counter.Counter) (counter.Counter, error) {
 	name := s.name(dm.Counter(c.ID))
-	err := fs.Retry(fmt.Sprintf("counter %q", c.ID), func(int) (bool, error) {
+	err := retry.Raced(fmt.Sprintf("counter %q", c.ID), func(int) (bool, error) {
 		old, err := s.Stored(ctx, c.ID)
 		if errs.Is(err, errs.NotFound) {
 			old, err = s.adoptOrphans(ctx, c.ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/retry"
 )
 
 // Reshard sets counter id's shard count to n and returns the counter
@@ -91,7 +92,7 @@ func (s *Store) MergeShards(ctx context.Context, id string, to, from int) (int, 
 	merged := 0
 	for lo := to; lo < from; lo += mergeChunk {
 		hi := min(lo+mergeChunk, from)
-		err := fs.Retry(fmt.Sprintf("the shards of counter %q", id), func(int) (bool, error) {
+		err := retry.Raced(fmt.Sprintf("the shards of counter %q", id), func(int) (bool, error) {
 			n, err := s.mergeRange(ctx, id, to, lo, hi)
 			if fs.Code(err) == codes.FailedPrecondition {
 				// A shard was written after it was read (an instance that

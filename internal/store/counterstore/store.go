@@ -25,6 +25,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/sizedlru"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -222,14 +223,14 @@ func (s *Store) Sum(ctx context.Context, id string, at time.Time) (int64, time.T
 type Change func(c counter.Counter, at time.Time) ([]*pb.Write, error)
 
 // Update is the one "read, commit against the version read, read again if
-// it changed" of a counter document (firestoredb.Retry): it reads it
+// it changed" of a counter document (retry.Raced): it reads it
 // (tombstones too with withTombstone), builds the commit with change, and
 // commits it. It returns the document as read and the commit's answer
 // (nil when change wrote nothing).
 func (s *Store) Update(ctx context.Context, id string, withTombstone bool, what string, change Change) (counter.Counter, *pb.CommitResponse, error) {
 	var c counter.Counter
 	var resp *pb.CommitResponse
-	err := fs.Retry(fmt.Sprintf("counter %q", id), func(int) (bool, error) {
+	err := retry.Raced(fmt.Sprintf("counter %q", id), func(int) (bool, error) {
 		var at time.Time
 		var err error
 		c, at, err = s.storedAt(ctx, id)

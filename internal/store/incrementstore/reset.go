@@ -10,12 +10,13 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 )
 
 // ResetReads bounds what one Reset reads: the document and a SUM per
 // attempt.
-const ResetReads = 2 * fs.MaxAttempts
+const ResetReads = 2 * retry.MaxAttempts
 
 // Reset sets counter id's value to v as of a read time R: it reads the
 // counter's document and sums its shards at R, then adds v − sum to one

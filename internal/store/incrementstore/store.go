@@ -23,6 +23,7 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/sizedlru"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 )
@@ -76,9 +77,9 @@ func New(db *fs.DB, counters *counterstore.Store, opts Options) *Store {
 // commit, the members or keys of its ops (one each) and a SUM (near a
 // plain counter's bound, the guard too, and one more SUM once: a plain
 // counter's group is never split, so its commits stay far below), for at
-// most firestoredb.MaxAttempts commits of its group and two more at each
+// most retry.MaxAttempts commits of its group and two more at each
 // halving of a batch of at most 500.
-const MaxReadsPerOp = 3 * (fs.MaxAttempts + 2*9)
+const MaxReadsPerOp = 3 * (retry.MaxAttempts + 2*9)
 
 // Apply commits ops to counter id, in one commit when it can, and returns
 // one result per op, as internal/increment's rules say. The counter is
@@ -112,7 +113,7 @@ func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []incr
 	b := increment.New(c, s.counters.IntN(id, c.NumShards), ops)
 	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", id)
 	for b.Next() {
-		err := fs.Retry(what, func(try int) (bool, error) {
+		err := retry.Raced(what, func(try int) (bool, error) {
 			raced, err := s.commit(ctx, b)
 			if raced && try >= 2 && b.SplitByUser() {
 				return false, nil

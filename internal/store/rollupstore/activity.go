@@ -14,6 +14,7 @@ import (
 	"github.com/shardcount/shardcount/internal/activity"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
@@ -31,7 +32,7 @@ import (
 // later).
 func (s *Store) Mark(ctx context.Context, id string, at time.Time) error {
 	name := s.db.Name(dm.Marker(id))
-	return fs.Retry(fmt.Sprintf("the marker of %q", id), func(int) (bool, error) {
+	return retry.Raced(fmt.Sprintf("the marker of %q", id), func(int) (bool, error) {
 		docs, _, err := s.db.GetAll(ctx, []string{name}, time.Time{})
 		if err != nil {
 			return false, fs.Classify(err, "read the marker of "+id)
