@@ -15,7 +15,11 @@ type Incremented struct {
 	CounterID string `json:"counter_id"`
 	Delta     int64  `json:"delta"`
 	Replayed  bool   `json:"replayed,omitempty"`
-	Key       string `json:"-"`
+	// Member and Changed, on a unique counter: whether the user is a
+	// member now, and whether this call made it so.
+	Member  *bool  `json:"member,omitempty"`
+	Changed *bool  `json:"changed,omitempty"`
+	Key     string `json:"-"`
 }
 
 // Increment adds delta to counter id once, however often the call is
@@ -33,6 +37,45 @@ func (c *Client) IncrementWithKey(ctx context.Context, id string, delta int64, k
 	err := c.call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "idempotency_key": key}, &out, true)
 	out.Key = key
 	return out, err
+}
+
+// LikeFor adds (like true) or removes user uid on unique counter id, as
+// the app's backend acting for them: account clean-up, moderation, a
+// like recorded elsewhere first. Retried with one key, it applies once.
+func (c *Client) LikeFor(ctx context.Context, id, uid string, like bool) (Incremented, error) {
+	delta, key := int64(-1), NewKey()
+	if like {
+		delta = 1
+	}
+	var out Incremented
+	err := c.call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "member": uid, "idempotency_key": key}, &out, true)
+	out.Key = key
+	return out, err
+}
+
+// Erased is eraseMember's answer: how many counters this call removed the
+// user from, and whether none is left.
+type Erased struct {
+	UID      string `json:"uid"`
+	Counters int    `json:"counters"`
+	Complete bool   `json:"complete"`
+}
+
+// EraseMember removes user uid from every unique counter (account
+// deletion, GDPR erasure), calling eraseMember until it is complete. It
+// returns how many counters it removed them from in all.
+func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {
+	total := 0
+	for {
+		var out Erased
+		if err := c.call(ctx, http.MethodPost, "eraseMember", map[string]any{"uid": uid}, &out, true); err != nil {
+			return total, err
+		}
+		total += out.Counters
+		if out.Complete {
+			return total, nil
+		}
+	}
 }
 
 // CreateOptions are createCounter's settings of a counter of no kind.

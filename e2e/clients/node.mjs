@@ -56,6 +56,10 @@ await until((f, e) => sc.watchCount(likes, f, e), (c) => c.count === 0, "the cou
 console.log("unliked: heart and count");
 const toggled = await sc.toggle(likes, false);
 assert.equal(toggled.member, true);
+// "My likes": the user's member documents of the kind, newest first.
+const mine = await sc.myLikes("likes", user.user.uid);
+assert.equal(mine[0]?.counterId, likes);
+console.log("my likes: the post, first");
 // docs/guides/likes.md's recipe (clients_test.go copies it beside this
 // file): the likes an author's posts received.
 const { likePost, unlikePost } = await import("./recipe.mjs");

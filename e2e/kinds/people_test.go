@@ -1,12 +1,16 @@
 package kinds
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	firebase "firebase.google.com/go/v4"
+
+	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -157,4 +161,31 @@ func membersQuery(t *testing.T, token, uid, kind string) []string {
 		}
 	}
 	return ids
+}
+
+// TestTheGoClientActsForAMemberAndErases: an app's backend, with the Go
+// client as its service identity, likes for a user and then erases them.
+func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
+	ctx := context.Background()
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authClient, err := app.Auth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := client.New(base, "demo-api-key", "backend-go-"+run, authClient)
+	uid, id := "ivy-"+run, "likes:go-"+run
+	liked, err := backend.LikeFor(ctx, id, uid, true)
+	if err != nil || liked.Changed == nil || !*liked.Changed {
+		t.Fatalf("LikeFor: %+v, %v", liked, err)
+	}
+	n, err := backend.EraseMember(ctx, uid)
+	if err != nil || n != 1 {
+		t.Errorf("EraseMember: %d counters, %v; want 1", n, err)
+	}
+	if got, err := backend.Get(ctx, id, true); err != nil || got.Count != 0 {
+		t.Errorf("the counter after the erasure: %+v, %v", got, err)
+	}
 }

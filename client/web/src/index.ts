@@ -16,7 +16,10 @@
 //   sc.watchLiked("likes:post-1", uid, (liked) => heart(liked));
 
 import { httpsCallable, type Functions, type FunctionsError } from "firebase/functions";
-import { doc, onSnapshot, type Firestore, type Unsubscribe } from "firebase/firestore";
+import {
+  collectionGroup, doc, getDocs, limit, onSnapshot, orderBy, query, startAfter, where,
+  type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
+} from "firebase/firestore";
 
 export interface ShardcountOptions {
   functions: Functions;
@@ -82,6 +85,14 @@ export interface Ranking {
   counters: { counter_id: string; count: number }[];
 }
 
+/** One of a user's memberships ("my likes"), newest first. */
+export interface Liked {
+  counterId: string;
+  joinedAt: Date | null;
+  /** Pass as `after` for the next page. */
+  cursor: QueryDocumentSnapshot;
+}
+
 export interface Shardcount {
   /** Adds delta (default 1) once; key: the idempotency key (default a fresh one). */
   increment(counterId: string, delta?: number, options?: { key?: string }): Promise<Increment>;
@@ -91,6 +102,8 @@ export interface Shardcount {
   toggle(counterId: string, liked: boolean, options?: { key?: string }): Promise<Like>;
   watchCount(counterId: string, onCount: (c: CountSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   watchLiked(counterId: string, uid: string, onLiked: (liked: boolean) => void, onError?: (e: Error) => void): Unsubscribe;
+  /** The counters of kind that user uid (the signed-in user: the rules allow no other) is a member of, newest first. */
+  myLikes(kind: string, uid: string, options?: { limit?: number; after?: Liked }): Promise<Liked[]>;
   history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number }[]>;
   top(window: Window, options?: { kind?: string; limit?: number; previous?: boolean }): Promise<Ranking>;
   /** Any function, with the same retry rule. */
@@ -193,6 +206,12 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     },
     watchLiked(counterId, uid, onLiked, onError) {
       return onSnapshot(doc(firestore, "counters", counterId, "members", uid), (snap) => onLiked(snap.exists()), onError);
+    },
+    async myLikes(kind, uid, options = {}) {
+      const page = await getDocs(query(collectionGroup(firestore, "members"),
+        where("uid", "==", uid), where("kind", "==", kind), orderBy("joined_at", "desc"),
+        ...(options.after ? [startAfter(options.after.cursor)] : []), limit(options.limit ?? 20)));
+      return page.docs.map((d) => ({ counterId: String(d.get("counter_id")), joinedAt: d.get("joined_at")?.toDate?.() ?? null, cursor: d }));
     },
     async history(counterId, granularity, range) {
       const out = await call<{ history: { start: string; count: number }[] }>("getCounter", {
