@@ -1,10 +1,9 @@
 // Package firestoredb is the project's only access to Firestore: opening
 // clients for production or the emulator, one-round-trip commits that are
 // never retried blindly, reads and queries at a read time, SUM and COUNT
-// aggregations with their read time, the writes the stores build, and the
-// one loop that reads, commits on the condition of what it read, and
-// tries again when that changed (Retry). It knows nothing of counters:
-// the stores under internal/store do.
+// aggregations with their read time, and the writes the stores build; a
+// lost race is told apart (Raced) for internal/retry's loop. It knows
+// nothing of counters: the stores under internal/store do.
 //
 // Every store talks to Firestore through one narrow interface, Firestore
 // (api.go), so the same code runs on the model the simulation uses
