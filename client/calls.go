@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 )
 
@@ -54,27 +55,37 @@ func (c *Client) LikeFor(ctx context.Context, id, uid string, like bool) (Increm
 }
 
 // Erased is eraseMember's answer: how many counters this call removed the
-// user from, and whether none is left.
+// user from, how many memberships it skipped, whether none is left, and
+// where the next call goes on.
 type Erased struct {
-	UID      string `json:"uid"`
-	Counters int    `json:"counters"`
-	Complete bool   `json:"complete"`
+	UID           string `json:"uid"`
+	Counters      int    `json:"counters"`
+	Skipped       int    `json:"skipped"`
+	Complete      bool   `json:"complete"`
+	NextPageToken string `json:"next_page_token,omitempty"`
 }
 
 // EraseMember removes user uid from every unique counter (account
 // deletion, GDPR erasure), calling eraseMember until it is complete. It
-// returns how many counters it removed them from in all.
+// returns how many counters it removed them from in all. Disable the
+// account first: a user still signed in could like again meanwhile.
 func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {
-	total := 0
+	total, token, idle := 0, "", 0
 	for {
 		var out Erased
-		if err := c.call(ctx, http.MethodPost, "eraseMember", map[string]any{"uid": uid}, &out, true); err != nil {
+		if err := c.call(ctx, http.MethodPost, "eraseMember", map[string]any{"uid": uid, "page_token": token}, &out, true); err != nil {
 			return total, err
 		}
 		total += out.Counters
 		if out.Complete {
 			return total, nil
 		}
+		if out.Counters+out.Skipped == 0 && out.NextPageToken == token {
+			if idle++; idle == 3 {
+				return total, fmt.Errorf("eraseMember made no progress in %d calls", idle)
+			}
+		}
+		token = out.NextPageToken
 	}
 }
 

@@ -57,6 +57,18 @@ func TestFirebaseSDK(t *testing.T) {
 	defer brokenSrv.Close()
 
 	big := plantBigCounter(t)
+	// Prices are the backend's to record (an end user's call is 403): three
+	// of an exchange of this run, for the script's queries.
+	run := fmt.Sprint(time.Now().UnixNano())
+	var prices []string
+	for i := range 3 {
+		prices = append(prices, fmt.Sprintf(`{"symbol":"S%d","price":{"currency":"USD","micros":%d},"exchange":"SDK%s","instrumentType":"etf","timestamp":"2019-01-01T00:00:0%dZ"}`, i, 1000+i, run, i))
+	}
+	testenv.CreateUser(t, project, "backend-"+run)
+	if r := testenv.Do(t, "POST", base+"/recordInstruments", `{"instruments":[`+strings.Join(prices, ",")+`]}`,
+		"Authorization", "Bearer "+testenv.AdminIDToken(project, "backend-"+run)); r.Status != http.StatusCreated {
+		t.Fatalf("the backend records prices: %s", r)
+	}
 	authHost, _ := testenv.AuthEmulatorHost()
 	cmd := exec.Command(node, filepath.Join(root, "e2e", "callable", "sdk.mjs"))
 	cmd.Dir = root
@@ -65,7 +77,7 @@ func TestFirebaseSDK(t *testing.T) {
 		"FUNCTIONS="+strings.TrimPrefix(base, "http://"),
 		"AUTH_EMULATOR="+authHost,
 		"BROKEN="+brokenSrv.URL,
-		fmt.Sprintf("RUN=%d", time.Now().UnixNano()),
+		"RUN="+run,
 		"BIG="+big, fmt.Sprintf("BIG_COUNT=%d", bigCount),
 	)
 	out, err := cmd.CombinedOutput()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	firebase "firebase.google.com/go/v4"
 
@@ -69,10 +70,26 @@ func TestTheBackendActsForAMember(t *testing.T) {
 	if r := like(backend, -1, uid); r.Status != http.StatusOK || strong(t, backend, id) != 0 {
 		t.Errorf("the backend unlikes for frank: %s", r)
 	}
+	// A key the backend sends for frank is not frank's: his own use of it
+	// first (an unlike, then a like again) does not answer the backend's.
+	send := func(token, body string) testenv.Response {
+		return call(t, token, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,%s}`, id, body))
+	}
+	send(frank, `"delta":-1,"idempotency_key":"mod-remove"`)
+	send(frank, `"delta":1`)
+	r := send(backend, fmt.Sprintf(`"delta":-1,"member":%q,"idempotency_key":"mod-remove"`, uid))
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"changed":true`) || strings.Contains(string(r.Body), "replayed") {
+		t.Errorf("the backend's key, used by frank first: %s, want frank removed", r)
+	}
+	if r := call(t, backend, "POST", "incrementCounter", fmt.Sprintf(`{"member":%q,"increments":[{"counter_id":%q}]}`, uid, id)); r.Status != http.StatusBadRequest {
+		t.Errorf("member beside increments: %s, want 400", r)
+	}
 }
 
 // TestEraseMember removes a user from every unique counter, each count
-// down by exactly one, and a second call changes nothing.
+// down by exactly one, past more than a page of memberships and past a
+// document of the app's own named members, and a second erasure changes
+// nothing.
 func TestEraseMember(t *testing.T) {
 	gina, other, backend := user(t, "gina"), user(t, "gina-friend"), admin(t)
 	uid := "gina-" + run
@@ -84,19 +101,42 @@ func TestEraseMember(t *testing.T) {
 			}
 		}
 	}
+	// 110 more, liked for her by the backend in one request, and a group
+	// of the app's own that lists her under members.
+	var items []string
+	for i := range 110 {
+		items = append(items, fmt.Sprintf(`{"counter_id":"likes:bulk-%d-%s","member":%q}`, i, run, uid))
+	}
+	if r := call(t, backend, "POST", "incrementCounter", `{"increments":[`+strings.Join(items, ",")+`]}`); r.Status != http.StatusOK || strings.Count(string(r.Body), `"status":200`) != 110 {
+		t.Fatalf("110 likes for gina: %s", r)
+	}
+	if _, err := testenv.Firestore(t, project).Doc("groups/g-"+run+"/members/"+uid).Set(context.Background(), map[string]any{"uid": uid, "joined_at": time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	if r := call(t, gina, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q}`, uid)); r.Status != http.StatusForbidden {
 		t.Errorf("a user's eraseMember: %s, want 403", r)
 	}
-	for pass, want := range []int{3, 0} {
-		r := call(t, backend, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q}`, uid))
-		var out struct {
-			UID      string
-			Counters int
-			Complete bool
+	for pass, want := range []int{113, 0} {
+		erased, skipped, token := 0, 0, ""
+		for calls := 0; ; calls++ {
+			r := call(t, backend, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q,"page_token":%q}`, uid, token))
+			var out struct {
+				UID               string
+				Counters, Skipped int
+				Complete          bool
+				NextPageToken     string `json:"next_page_token"`
+			}
+			r.Decode(t, &out)
+			if r.Status != http.StatusOK || out.UID != uid || calls == 10 {
+				t.Fatalf("erasure %d, call %d: %s", pass+1, calls+1, r)
+			}
+			erased, skipped, token = erased+out.Counters, skipped+out.Skipped, out.NextPageToken
+			if out.Complete {
+				break
+			}
 		}
-		r.Decode(t, &out)
-		if r.Status != http.StatusOK || out.UID != uid || out.Counters != want || !out.Complete {
-			t.Errorf("erasure %d: %s, want %d counters, complete", pass+1, r, want)
+		if erased != want || skipped < 1 {
+			t.Errorf("erasure %d: %d counters, %d skipped; want %d and the app's own document skipped", pass+1, erased, skipped, want)
 		}
 	}
 	for _, id := range ids {

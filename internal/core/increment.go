@@ -112,8 +112,8 @@ func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body Incr
 		return out[0].Response, nil, out[0].Err
 	}
 	switch {
-	case body.CounterID != nil || body.Delta != nil || body.ActionType != nil || body.IdempotencyKey != nil:
-		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type or idempotency_key: put them in the items")
+	case body.CounterID != nil || body.Delta != nil || body.ActionType != nil || body.IdempotencyKey != nil || body.Member != nil:
+		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type, idempotency_key or member: put them in the items")
 	case headerKey != nil:
 		return nil, nil, errs.Invalid("Idempotency-Key", "applies to a single increment; give each item of increments its idempotency_key")
 	case len(body.Increments) == 0 || len(body.Increments) > MaxIncrementsPerRequest:
@@ -244,6 +244,11 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 	if member != nil {
 		if op.User = *member; op.User == "" || counter.ValidateMemberID(op.User) != nil {
 			return op, errs.Invalid("member", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
+		}
+		if op.Key != "" {
+			// The admin's key, apart from the member's own: a key a client
+			// sends cannot hold a NUL, so the member cannot take it first.
+			op.Key = "\x00" + caller.User + "\x00" + op.Key
 		}
 		return op, nil
 	}

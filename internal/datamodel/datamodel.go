@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/shardedts"
@@ -141,3 +142,14 @@ func KeyHash(user, key string) string {
 
 // FieldPeak is the field of a window bucket's peak of slot s.
 func FieldPeak(s int) string { return FieldPeakPrefix + strconv.Itoa(s) }
+
+// CounterOfMember is the counter whose member document of uid is at path;
+// "" when path is no such document (an app's own collection named
+// members).
+func CounterOfMember(path, uid string) string {
+	parts := strings.Split(path, "/")
+	if len(parts) != 4 || parts[0] != Counters || parts[2] != Members || parts[3] != uid {
+		return ""
+	}
+	return parts[1]
+}

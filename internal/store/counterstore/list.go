@@ -170,8 +170,8 @@ func (s *Store) Memberships(ctx context.Context, uid string, after counter.Membe
 	}
 	out := make([]counter.Membership, len(docs))
 	for i, pd := range docs {
-		d := fs.DocOf(pd)
-		out[i] = counter.Membership{CounterID: d.Str(dm.FieldCounterID), JoinedAt: d.Time(dm.FieldJoinedAt), Path: s.db.Path(pd.GetName())}
+		path := s.db.Path(pd.GetName())
+		out[i] = counter.Membership{CounterID: dm.CounterOfMember(path, uid), JoinedAt: fs.DocOf(pd).Time(dm.FieldJoinedAt), Path: path}
 	}
 	return out, nil
 }

@@ -18,12 +18,13 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// TestChurnCannotEmptyTheTrendingList replays the attack that emptied
-// last_hour: accounts liked in one roll-up and unliked in the next, 72
-// times on each of 26 posts, in the hour before one with 60 real likes.
-// Ranked by the sum of their changes that added (72 each, count 0), the
+// TestChurnCannotEmptyTheTrendingList replays, scaled down, the attack
+// that emptied last_hour (72 toggles on each of 26 posts, before a post
+// with 60 likes): accounts like in one roll-up and unlike in the next, 21
+// times on each of 11 posts, in the hour before one with 20 real likes.
+// Ranked by the sum of their changes that added (21 each, count 0), the
 // churned posts filled the previous hour's candidates, above the real
-// post's 60: after the hour turned the answer was empty, not exact. The
+// post's 20: after the hour turned the answer was empty, not exact. The
 // roll-ups are written by the roll-up's own write path, on a clock the
 // test sets, across an hour and a day boundary.
 func TestChurnCannotEmptyTheTrendingList(t *testing.T) {
@@ -35,14 +36,14 @@ func TestChurnCannotEmptyTheTrendingList(t *testing.T) {
 
 	hour := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC) // the day's last hour
 	create("likes:real")
-	for i := range 60 { // 60 likes between 23:30 and 24:00
-		rollUp("likes:real", hour.Add(30*time.Minute+time.Duration(i)*30*time.Second), 1)
+	for i := range 20 { // 20 likes between 23:30 and 24:00
+		rollUp("likes:real", hour.Add(30*time.Minute+time.Duration(i)*90*time.Second), 1)
 	}
-	for p := range 26 {
+	for p := range 11 {
 		id := fmt.Sprintf("likes:churned-%d", p)
 		create(id)
-		for i := range 144 { // like, unlike: 72 of each over the hour
-			rollUp(id, hour.Add(time.Duration(i)*24*time.Second), 1-2*int64(i%2))
+		for i := range 42 { // like, unlike: 21 of each over the hour
+			rollUp(id, hour.Add(time.Duration(i)*85*time.Second), 1-2*int64(i%2))
 		}
 	}
 
@@ -52,8 +53,8 @@ func TestChurnCannotEmptyTheTrendingList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !exact || len(got) != 1 || got[0] != (windows.Ranked{CounterID: "likes:real", Count: 60}) {
-			t.Errorf("%s after the churn: %v, exact %v; want likes:real with 60 alone, exact", r.Name, got, exact)
+		if !exact || len(got) != 1 || got[0] != (windows.Ranked{CounterID: "likes:real", Count: 20}) {
+			t.Errorf("%s after the churn: %v, exact %v; want likes:real with 20 alone, exact", r.Name, got, exact)
 		}
 	}
 }
