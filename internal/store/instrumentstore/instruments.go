@@ -22,6 +22,10 @@ import (
 	"github.com/shardcount/shardcount/internal/shardedts"
 )
 
+// QueryReads bounds what one Query reads: a page (and one more) from each
+// chunk of at most shardedts.MaxIn shard values.
+const QueryReads = (counter.MaxShards + shardedts.MaxIn - 1) / shardedts.MaxIn * (instruments.MaxLimit + 1)
+
 // Store keeps instruments in a sharded-timestamp collection.
 type Store struct {
 	db   *fs.DB
@@ -30,10 +34,6 @@ type Store struct {
 
 // New returns the instruments collection with numShards shard values;
 // secret signs page tokens.
-// QueryReads bounds what one Query reads: a page (and one more) from each
-// chunk of at most shardedts.MaxIn shard values.
-const QueryReads = (counter.MaxShards + shardedts.MaxIn - 1) / shardedts.MaxIn * (instruments.MaxLimit + 1)
-
 func New(db *fs.DB, numShards int, secret []byte) *Store {
 	return &Store{db: db, coll: shardedts.New(db.Collection(dm.Instruments), numShards, secret)}
 }
