@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
 
 	"github.com/shardcount/shardcount/client"
@@ -227,5 +229,49 @@ func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
 	}
 	if got, err := backend.Get(ctx, id, true); err != nil || got.Count != 0 {
 		t.Errorf("the counter after the erasure: %+v, %v", got, err)
+	}
+}
+
+// TestMembersOfBeforeGetTheirKind: member documents written before they
+// named their kind are left out of "my likes" by kind; reconcile (the
+// scheduled runs and the full audit) names them, a page a run, and marks
+// the counter done.
+func TestMembersOfBeforeGetTheirKind(t *testing.T) {
+	id, fs, ctx := "likes:before-"+run, testenv.Firestore(t, project), context.Background()
+	var uids, tokens []string
+	for i := range 3 {
+		tok := user(t, fmt.Sprint("old-liker-", i))
+		tokens = append(tokens, tok)
+		uids = append(uids, fmt.Sprintf("old-liker-%d-%s", i, run))
+		if r := call(t, tok, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	// As the version before wrote them: no kind, and a counter not marked.
+	for _, uid := range uids {
+		if _, err := fs.Doc("counters/"+id+"/members/"+uid).Update(ctx, []firestore.Update{{Path: "kind", Value: firestore.Delete}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fs.Doc("counters/"+id).Update(ctx, []firestore.Update{{Path: "member_kinds", Value: firestore.Delete}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := membersQuery(t, tokens[0], uids[0], "likes"); slices.Contains(got, id) {
+		t.Fatalf("a member document without its kind is among the likes by kind: %v", got)
+	}
+	if r := testenv.Do(t, "POST", base+"/reconcileCounters", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Fatalf("reconcileCounters: %s", r)
+	}
+	for _, uid := range uids {
+		snap, err := fs.Doc("counters/" + id + "/members/" + uid).Get(ctx)
+		if err != nil || snap.Data()["kind"] != "likes" {
+			t.Errorf("%s's member document after reconcile: %v, %v", uid, snap.Data(), err)
+		}
+	}
+	if snap, err := fs.Doc("counters/" + id).Get(ctx); err != nil || snap.Data()["member_kinds"] != true {
+		t.Errorf("the counter after reconcile: member_kinds %v, %v", snap.Data()["member_kinds"], err)
+	}
+	if got := membersQuery(t, tokens[0], uids[0], "likes"); !slices.Contains(got, id) {
+		t.Errorf("old-liker-0's likes by kind after reconcile: %v", got)
 	}
 }

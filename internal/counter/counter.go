@@ -96,6 +96,11 @@ type Counter struct {
 	// (members/{uid}); their value is their number of members.
 	Unique    bool
 	CreatedAt time.Time
+	// MemberKinds is true once every member document names the counter's
+	// kind (always for a counter of this version; reconcile names those of
+	// before, from MemberKindsAfter on).
+	MemberKinds      bool
+	MemberKindsAfter string
 	// ResetAt is the time of the last reset, if any: every reset changes
 	// the document, so two resets read at the same version cannot both
 	// commit (see Counters.Reset).

@@ -59,6 +59,11 @@ const (
 	FieldPurgeAfter   = "purge_after"
 	FieldPurged       = "purged"
 	FieldResetAt      = "reset_at"
+	// FieldMemberKinds is true once every member document of the counter
+	// names its kind; FieldMemberKindsAfter is how far reconcile named
+	// them, until then.
+	FieldMemberKinds      = "member_kinds"
+	FieldMemberKindsAfter = "member_kinds_after"
 
 	// Of a shard.
 	FieldCommits = "commits"

@@ -59,11 +59,13 @@ func (r *Roller) Heal(ctx context.Context, id string, deleted bool) (Outcome, er
 func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 	log := logging.FromContext(ctx)
 	var out Outcome
+	unnamed := false
 	err := retry.Raced(fmt.Sprintf("counter %q", id), func(int) (bool, error) {
 		c, err := r.store.Read(ctx, id)
 		if err != nil {
 			return false, err
 		}
+		unnamed = c.Unique && c.Kind != "" && !c.MemberKinds
 		merged, err := r.finishMerge(ctx, &c)
 		if err != nil {
 			return false, err
@@ -105,8 +107,29 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		out = Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
 		return false, nil
 	})
+	if err == nil && unnamed {
+		r.nameMemberKinds(ctx, id)
+	}
 	return out, err
 }
+
+// nameMemberKinds gives a page of the member documents of counter id,
+// written before they named their kind, that kind: each scheduled run or
+// audit of the counter a page, until all do. What fails is logged and
+// left to the next.
+func (r *Roller) nameMemberKinds(ctx context.Context, id string) {
+	c, err := r.store.Read(ctx, id) // the version the roll-up just wrote
+	if err == nil {
+		_, err = r.store.NameMemberKinds(ctx, c, memberKindsPage)
+	}
+	if err != nil {
+		logging.FromContext(ctx).Warn("could not name the kind of members written before they carried it; the next run goes on", "error", err.Error())
+	}
+}
+
+// memberKindsPage is how many member documents one reconcile of a counter
+// names.
+const memberKindsPage = 300
 
 // SweepEntry is a counter the reconcile sweep visits.
 type SweepEntry struct {

@@ -68,6 +68,10 @@ type Store interface {
 	Activity(ctx context.Context, id string) (commits, slow int64, err error)
 	// MemberCount counts a unique counter's members at a read time.
 	MemberCount(ctx context.Context, id string, at time.Time) (int64, error)
+	// NameMemberKinds gives a page of the member documents of unique
+	// counter c, of a kind, written before they named it, its kind, and
+	// reports whether all do now.
+	NameMemberKinds(ctx context.Context, c counter.Counter, max int) (bool, error)
 	// WriteRollup writes r if the document is still at r.Next.Version and
 	// returns the new version; ok is false if it changed.
 	WriteRollup(ctx context.Context, r counter.Rollup) (newVersion time.Time, ok bool, err error)

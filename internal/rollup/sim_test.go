@@ -483,6 +483,10 @@ func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error
 
 func (s *simStore) MemberCount(context.Context, string, time.Time) (int64, error) { return 0, nil }
 
+func (s *simStore) NameMemberKinds(context.Context, counter.Counter, int) (bool, error) {
+	return true, nil
+}
+
 func (s *simStore) WriteRollup(ctx context.Context, ru counter.Rollup) (time.Time, bool, error) {
 	kind := simsched.ActorOf(ctx).Tag
 	c := ru.Next

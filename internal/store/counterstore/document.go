@@ -22,6 +22,7 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		Reshard: counter.Reshard{From: int(r.Int("from")), To: int(r.Int("to")), At: r.Time("at"),
 			MergeUntil: r.Time("merge_until"), MergedAt: r.Time("merged_at"), Reason: r.Str("reason")},
 		Owner: d.Str(dm.FieldOwner), Unique: d.Bool(dm.FieldUnique), CreatedAt: d.Time(dm.FieldCreatedAt),
+		MemberKinds: d.Bool(dm.FieldMemberKinds), MemberKindsAfter: d.Str(dm.FieldMemberKindsAfter),
 		Origin: counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
@@ -62,14 +63,15 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 // fields are a new counter's document: c's settings, count 0.
 func fields(c counter.Counter) map[string]*pb.Value {
 	fields := map[string]*pb.Value{
-		dm.FieldNumShards: fs.IntValue(int64(c.NumShards)),
-		dm.FieldCount:     fs.IntValue(0),
-		dm.FieldRollups:   fs.IntValue(0),
-		dm.FieldOwner:     fs.StringValue(c.Owner),
-		dm.FieldUnique:    fs.BoolValue(c.Unique),
-		dm.FieldOrigin:    fs.StringValue(string(c.Origin)),
-		dm.FieldRanked:    fs.BoolValue(c.Ranked),
-		dm.FieldPeaks:     PeaksValue(nil), // none yet: its buckets hold nothing from before peaks
+		dm.FieldNumShards:   fs.IntValue(int64(c.NumShards)),
+		dm.FieldCount:       fs.IntValue(0),
+		dm.FieldRollups:     fs.IntValue(0),
+		dm.FieldOwner:       fs.StringValue(c.Owner),
+		dm.FieldUnique:      fs.BoolValue(c.Unique),
+		dm.FieldOrigin:      fs.StringValue(string(c.Origin)),
+		dm.FieldRanked:      fs.BoolValue(c.Ranked),
+		dm.FieldPeaks:       PeaksValue(nil),    // none yet: its buckets hold nothing from before peaks
+		dm.FieldMemberKinds: fs.BoolValue(true), // its member documents name their kind
 	}
 	if c.Kind != "" {
 		fields[dm.FieldKind] = fs.StringValue(c.Kind)

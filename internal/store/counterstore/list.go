@@ -6,6 +6,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
@@ -175,3 +176,49 @@ func (s *Store) Memberships(ctx context.Context, uid string, after counter.Membe
 	}
 	return out, nil
 }
+
+// NameMemberKinds gives the member documents of unique counter c, of a
+// kind, that kind, in the order of their uids from c.MemberKindsAfter on,
+// at most max of them; the counter document records how far it went, and
+// that all are named once a page comes back short. Member documents
+// written before they carried their kind lack it: the query of a user's
+// likes by kind would leave them out. It reports whether all are named.
+// max is at most MaxNamedMembers: the page's names are one commit.
+func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int) (bool, error) {
+	max = min(max, MaxNamedMembers)
+	q := s.db.Collection(dm.UnderCounter(c.ID, dm.Members)).OrderBy(firestore.DocumentID, firestore.Asc)
+	if c.MemberKindsAfter != "" {
+		q = q.StartAfter(c.MemberKindsAfter)
+	}
+	docs, err := s.db.Query(ctx, q.Limit(max))
+	if err != nil {
+		return false, fs.Classify(err, "list the members of "+c.ID)
+	}
+	// Each name on the version read, so a member who left meanwhile is
+	// not written back; and the counter's progress in the same commit, on
+	// its version: a race of either leaves the page for the next run.
+	var writes []*pb.Write
+	for _, pd := range docs {
+		if d := fs.DocOf(pd); d.Str(dm.FieldKind) != c.Kind {
+			writes = append(writes, fs.UpdateWrite(pd.GetName(), map[string]*pb.Value{dm.FieldKind: fs.StringValue(c.Kind)},
+				[]string{dm.FieldKind}, pd.GetUpdateTime().AsTime()))
+		}
+	}
+	done := len(docs) < max
+	fields := map[string]*pb.Value{dm.FieldMemberKinds: fs.BoolValue(done)}
+	if !done {
+		fields[dm.FieldMemberKindsAfter] = fs.StringValue(fs.DocOf(docs[len(docs)-1]).ID)
+	}
+	writes = append(writes, fs.UpdateWrite(s.name(dm.Counter(c.ID)), fields, []string{dm.FieldMemberKinds, dm.FieldMemberKindsAfter}, c.Version))
+	switch _, err := s.db.Commit(ctx, writes...); {
+	case fs.Raced(err), fs.Code(err) == codes.NotFound:
+		return false, nil
+	case err != nil:
+		return false, fs.Classify(err, "name the kind of the members of "+c.ID)
+	}
+	return done, nil
+}
+
+// MaxNamedMembers bounds the member documents one NameMemberKinds names:
+// they and the counter's document are one commit.
+const MaxNamedMembers = 400

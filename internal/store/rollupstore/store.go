@@ -47,6 +47,11 @@ func (s *Store) MemberCount(ctx context.Context, id string, at time.Time) (int64
 	return s.counters.MemberCount(ctx, id, at)
 }
 
+// NameMemberKinds is counterstore's.
+func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int) (bool, error) {
+	return s.counters.NameMemberKinds(ctx, c, max)
+}
+
 // MergeShards moves shards to..from-1 of counter id into shards k mod to:
 // the last merge of a shrink.
 func (s *Store) MergeShards(ctx context.Context, id string, to, from int) (int, error) {
