@@ -80,10 +80,11 @@ func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {
 		if out.Complete {
 			return total, nil
 		}
-		if out.Counters+out.Skipped == 0 && out.NextPageToken == token {
-			if idle++; idle == 3 {
-				return total, fmt.Errorf("eraseMember made no progress in %d calls", idle)
-			}
+		if idle++; out.Counters > 0 || out.NextPageToken != token {
+			idle = 0
+		}
+		if idle == 3 {
+			return total, fmt.Errorf("eraseMember made no progress in %d calls", idle)
 		}
 		token = out.NextPageToken
 	}

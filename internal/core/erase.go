@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,10 +41,11 @@ const erasePage = 100
 // spam clean-up, GDPR erasure), for admins only: each counter down by
 // exactly one, in the commit that deletes the member document, by the
 // path every unlike takes. A call goes on while half its deadline is
-// left. It is complete when a pass from the newest membership on reached
-// the end within one call: a pass that began from a page token and
-// reached the end starts over from the newest, which finds the likes made
-// meanwhile. A call after completion changes nothing.
+// left; its page token holds when the erasure began and where it stopped.
+// Once a pass reaches the oldest membership, the memberships since the
+// erasure began (likes made meanwhile, newest first) are gone over again;
+// it is complete when none is left to remove. A call after completion
+// changes nothing.
 func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemberRequest) (EraseMemberResponse, error) {
 	if !caller.Admin {
 		return EraseMemberResponse{}, errs.New(errs.PermissionDenied, "eraseMember is for admins (your app's backend)")
@@ -51,69 +54,118 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 	if counter.ValidateMemberID(uid) != nil {
 		return EraseMemberResponse{}, errs.Invalid("uid", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
 	}
-	after, err := erasureCursor(deref(body.PageToken), uid)
+	cur, err := erasureCursor(deref(body.PageToken), uid)
 	if err != nil {
 		return EraseMemberResponse{}, err
+	}
+	if cur.began.IsZero() {
+		cur.began = time.Now()
 	}
 	resp := EraseMemberResponse{UID: uid}
 	stopAt := time.Now().Add(core.cfg.FirestoreDeadline / 2)
 	if d, ok := ctx.Deadline(); ok {
 		stopAt = time.Now().Add(time.Until(d) / 2)
 	}
-	fromTheTop := after.Path == ""
 	for time.Now().Before(stopAt) {
-		page, err := core.counters.Memberships(ctx, uid, after, erasePage)
+		page, err := core.counters.Memberships(ctx, uid, cur.after, erasePage)
 		if err != nil {
 			return resp, err
 		}
+		if cur.since {
+			// Going over those since the erasure began: older ones were.
+			page = slices.DeleteFunc(page, func(m counter.Membership) bool { return m.JoinedAt.Before(cur.began.Add(-eraseSlack)) })
+		}
 		if len(page) == 0 {
-			resp.Complete = fromTheTop // else the next call starts over, from the newest
-			if !fromTheTop {
-				resp.NextPageToken = ""
+			if cur.since || cur.after.Path == "" && resp.Counters == 0 {
+				resp.Complete = true // nothing since the erasure began, or nothing at all
+				return resp, nil
 			}
-			return resp, nil
+			cur.after, cur.since = counter.Membership{}, true // from the newest again, those since it began
+			resp.NextPageToken = cur.token()
+			continue
 		}
-		after = page[len(page)-1]
-		var items []IncrementItem
-		leave := int64(-1)
-		for i := range page {
-			if page[i].CounterID == "" {
-				resp.Skipped++ // an app's own members document
-				continue
-			}
-			items = append(items, IncrementItem{CounterID: &page[i].CounterID, Delta: &leave, Member: &uid})
+		cur.after = page[len(page)-1]
+		removed, skipped, err := core.removeMember(ctx, caller, uid, page)
+		resp.Counters, resp.Skipped = resp.Counters+removed, resp.Skipped+skipped
+		if err != nil {
+			return resp, err // the same page token again goes on from there
 		}
-		for _, r := range core.increment(ctx, caller, items, nil, true) {
-			switch {
-			case r.Err == nil:
-				if r.Response.Changed != nil && *r.Response.Changed {
-					resp.Counters++
-				}
-			case errs.Is(r.Err, errs.NotFound), errs.Is(r.Err, errs.InvalidArgument):
-				resp.Skipped++ // deleted meanwhile (its purge removes it), or no longer unique
-			default:
-				return resp, r.Err // the same page token again goes on from there
-			}
-		}
-		resp.NextPageToken = after.JoinedAt.UTC().Format(time.RFC3339Nano) + " " + after.Path
+		resp.NextPageToken = cur.token()
 	}
-	if resp.NextPageToken == "" && !fromTheTop {
-		resp.NextPageToken = deref(body.PageToken) // no page in time: go on from the same place
+	if resp.NextPageToken == "" {
+		resp.NextPageToken = cur.token() // no page in time: go on from the same place
 	}
 	return resp, nil
 }
 
-// erasureCursor reads a page token of eraseMember: the joined_at and path
-// of the last membership a call went through, of the same user.
-func erasureCursor(token, uid string) (counter.Membership, error) {
+// eraseSlack is how long before an erasure began a membership is gone
+// over again: clocks of instances differ a little.
+const eraseSlack = time.Minute
+
+// removeMember removes uid from the counters of a page of its
+// memberships, and counts those it removed and those it skipped.
+func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, page []counter.Membership) (removed, skipped int, err error) {
+	var items []IncrementItem
+	leave := int64(-1)
+	for i := range page {
+		if page[i].CounterID == "" {
+			skipped++ // an app's own members document
+			continue
+		}
+		items = append(items, IncrementItem{CounterID: &page[i].CounterID, Delta: &leave, Member: &uid})
+	}
+	for _, r := range core.increment(ctx, caller, items, nil, true) {
+		switch e, _ := errors.AsType[*errs.Error](r.Err); {
+		case r.Err == nil:
+			if r.Response.Changed != nil && *r.Response.Changed {
+				removed++
+			}
+		case errs.Is(r.Err, errs.NotFound), e != nil && strings.HasSuffix(e.Field, "member"):
+			skipped++ // deleted meanwhile (its purge removes it), or no longer unique
+		default:
+			return removed, skipped, r.Err
+		}
+	}
+	return removed, skipped, nil
+}
+
+// erasure is where an erasure stands: when it began, the last membership
+// gone over, and whether it is going over those since it began.
+type erasure struct {
+	began time.Time
+	after counter.Membership
+	since bool
+}
+
+func (e erasure) token() string {
+	return strings.Join([]string{e.began.UTC().Format(time.RFC3339Nano), strconv.FormatBool(e.since),
+		e.after.JoinedAt.UTC().Format(time.RFC3339Nano), e.after.Path}, " ")
+}
+
+// erasureCursor reads a page token of eraseMember (erasure.token), of
+// the same user.
+func erasureCursor(token, uid string) (erasure, error) {
 	if token == "" {
-		return counter.Membership{}, nil
+		return erasure{}, nil
 	}
-	at, path, ok := strings.Cut(token, " ")
-	t, err := time.Parse(time.RFC3339Nano, at)
-	parts := strings.Split(path, "/")
-	if !ok || err != nil || len(parts)%2 != 0 || parts[len(parts)-1] != uid || slices.Contains(parts, "") {
-		return counter.Membership{}, errs.Invalid("page_token", "is not a page token of eraseMember for this uid")
+	bad := errs.Invalid("page_token", "is not a page token of eraseMember for this uid")
+	f := strings.Split(token, " ")
+	if len(f) != 4 {
+		return erasure{}, bad
 	}
-	return counter.Membership{Path: path, JoinedAt: t}, nil
+	began, err1 := time.Parse(time.RFC3339Nano, f[0])
+	since, err2 := strconv.ParseBool(f[1])
+	at, err3 := time.Parse(time.RFC3339Nano, f[2])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return erasure{}, bad
+	}
+	e := erasure{began: began, since: since}
+	if f[3] != "" {
+		parts := strings.Split(f[3], "/")
+		if len(parts)%2 != 0 || len(parts) < 2 || parts[len(parts)-2] != "members" || parts[len(parts)-1] != uid || slices.Contains(parts, "") {
+			return erasure{}, bad
+		}
+		e.after = counter.Membership{Path: f[3], JoinedAt: at}
+	}
+	return e, nil
 }

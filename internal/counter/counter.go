@@ -98,9 +98,8 @@ type Counter struct {
 	CreatedAt time.Time
 	// MemberKinds is true once every member document names the counter's
 	// kind (always for a counter of this version; reconcile names those of
-	// before, from MemberKindsAfter on).
-	MemberKinds      bool
-	MemberKindsAfter string
+	// before).
+	MemberKinds bool
 	// ResetAt is the time of the last reset, if any: every reset changes
 	// the document, so two resets read at the same version cannot both
 	// commit (see Counters.Reset).

@@ -60,10 +60,11 @@ const (
 	FieldPurged       = "purged"
 	FieldResetAt      = "reset_at"
 	// FieldMemberKinds is true once every member document of the counter
-	// names its kind; FieldMemberKindsAfter is how far reconcile named
-	// them, until then.
-	FieldMemberKinds      = "member_kinds"
-	FieldMemberKindsAfter = "member_kinds_after"
+	// names its kind.
+	FieldMemberKinds = "member_kinds"
+	// FieldAfter, of the member kinds' progress: how far reconcile named
+	// them.
+	FieldAfter = "after"
 
 	// Of a shard.
 	FieldCommits = "commits"
@@ -118,6 +119,7 @@ func UnderCounter(id, collection string) string { return Counter(id) + "/" + col
 func Shard(id string, k int) string             { return UnderCounter(id, Shards) + "/" + strconv.Itoa(k) }
 func Member(id, uid string) string              { return UnderCounter(id, Members) + "/" + uid }
 func Guard(id string) string                    { return UnderCounter(id, Bound) + "/guard" }
+func MemberKindsProgress(id string) string      { return UnderCounter(id, Bound) + "/member_kinds" }
 func Marker(id string) string                   { return Activity + "/" + id }
 func ReconcileCursor() string                   { return State + "/reconcile" }
 

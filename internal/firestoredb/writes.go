@@ -37,6 +37,11 @@ func UpdateWrite(name string, fields map[string]*pb.Value, mask []string, update
 	}
 }
 
+// SetWrite writes the document name with fields, whatever it held.
+func SetWrite(name string, fields map[string]*pb.Value) *pb.Write {
+	return &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}}}
+}
+
 // DeleteWrite deletes the document name if it was last updated at updated.
 func DeleteWrite(name string, updated time.Time) *pb.Write {
 	return &pb.Write{

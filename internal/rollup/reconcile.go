@@ -107,24 +107,26 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		out = Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
 		return false, nil
 	})
-	if err == nil && unnamed {
-		r.nameMemberKinds(ctx, id)
+	if err == nil && unnamed && !r.nameMemberKinds(ctx, id) {
+		out.Again = r.clock.Now() // more to name: the next scheduled run comes back
 	}
 	return out, err
 }
 
 // nameMemberKinds gives a page of the member documents of counter id,
 // written before they named their kind, that kind: each scheduled run or
-// audit of the counter a page, until all do. What fails is logged and
-// left to the next.
-func (r *Roller) nameMemberKinds(ctx context.Context, id string) {
+// audit of the counter a page, until all do (it reports whether they
+// do). What fails is logged and left to the next.
+func (r *Roller) nameMemberKinds(ctx context.Context, id string) bool {
 	c, err := r.store.Read(ctx, id) // the version the roll-up just wrote
+	done := false
 	if err == nil {
-		_, err = r.store.NameMemberKinds(ctx, c, memberKindsPage)
+		done, err = r.store.NameMemberKinds(ctx, c, memberKindsPage)
 	}
 	if err != nil {
 		logging.FromContext(ctx).Warn("could not name the kind of members written before they carried it; the next run goes on", "error", err.Error())
 	}
+	return done
 }
 
 // memberKindsPage is how many member documents one reconcile of a counter

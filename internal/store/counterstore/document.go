@@ -22,8 +22,8 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		Reshard: counter.Reshard{From: int(r.Int("from")), To: int(r.Int("to")), At: r.Time("at"),
 			MergeUntil: r.Time("merge_until"), MergedAt: r.Time("merged_at"), Reason: r.Str("reason")},
 		Owner: d.Str(dm.FieldOwner), Unique: d.Bool(dm.FieldUnique), CreatedAt: d.Time(dm.FieldCreatedAt),
-		MemberKinds: d.Bool(dm.FieldMemberKinds), MemberKindsAfter: d.Str(dm.FieldMemberKindsAfter),
-		Origin: counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
+		MemberKinds: d.Bool(dm.FieldMemberKinds),
+		Origin:      counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
 	peaks := d.Map(dm.FieldPeaks)

@@ -177,26 +177,32 @@ func (s *Store) Memberships(ctx context.Context, uid string, after counter.Membe
 	return out, nil
 }
 
-// NameMemberKinds gives the member documents of unique counter c, of a
-// kind, that kind, in the order of their uids from c.MemberKindsAfter on,
-// at most max of them; the counter document records how far it went, and
-// that all are named once a page comes back short. Member documents
+// NameMemberKinds gives a page of the member documents of unique counter
+// c, of a kind, that kind, in the order of their uids from where the last
+// page ended (its progress document, under bound/), at most max, and
+// marks the counter once a page comes back short. Member documents
 // written before they carried their kind lack it: the query of a user's
 // likes by kind would leave them out. It reports whether all are named.
-// max is at most MaxNamedMembers: the page's names are one commit.
+// The counter document is written once, at the end: its listeners and
+// roll-ups are not disturbed page after page.
 func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int) (bool, error) {
 	max = min(max, MaxNamedMembers)
+	progress := s.name(dm.MemberKindsProgress(c.ID))
+	pd, err := s.db.Get(ctx, progress)
+	if err != nil {
+		return false, fs.Classify(err, "read how far the members of "+c.ID+" are named")
+	}
 	q := s.db.Collection(dm.UnderCounter(c.ID, dm.Members)).OrderBy(firestore.DocumentID, firestore.Asc)
-	if c.MemberKindsAfter != "" {
-		q = q.StartAfter(c.MemberKindsAfter)
+	if after := fs.DocOf(pd).Str(dm.FieldAfter); after != "" {
+		q = q.StartAfter(after)
 	}
 	docs, err := s.db.Query(ctx, q.Limit(max))
 	if err != nil {
 		return false, fs.Classify(err, "list the members of "+c.ID)
 	}
 	// Each name on the version read, so a member who left meanwhile is
-	// not written back; and the counter's progress in the same commit, on
-	// its version: a race of either leaves the page for the next run.
+	// not written back (a race leaves the page to the next run), with the
+	// progress.
 	var writes []*pb.Write
 	for _, pd := range docs {
 		if d := fs.DocOf(pd); d.Str(dm.FieldKind) != c.Kind {
@@ -205,11 +211,12 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 		}
 	}
 	done := len(docs) < max
-	fields := map[string]*pb.Value{dm.FieldMemberKinds: fs.BoolValue(done)}
 	if !done {
-		fields[dm.FieldMemberKindsAfter] = fs.StringValue(fs.DocOf(docs[len(docs)-1]).ID)
+		writes = append(writes, fs.SetWrite(progress, map[string]*pb.Value{dm.FieldAfter: fs.StringValue(fs.DocOf(docs[len(docs)-1]).ID)}))
+	} else {
+		writes = append(writes, fs.UpdateWrite(s.name(dm.Counter(c.ID)), map[string]*pb.Value{dm.FieldMemberKinds: fs.BoolValue(true)},
+			[]string{dm.FieldMemberKinds}, c.Version))
 	}
-	writes = append(writes, fs.UpdateWrite(s.name(dm.Counter(c.ID)), fields, []string{dm.FieldMemberKinds, dm.FieldMemberKindsAfter}, c.Version))
 	switch _, err := s.db.Commit(ctx, writes...); {
 	case fs.Raced(err), fs.Code(err) == codes.NotFound:
 		return false, nil
@@ -220,5 +227,5 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 }
 
 // MaxNamedMembers bounds the member documents one NameMemberKinds names:
-// they and the counter's document are one commit.
+// they and its progress are one commit.
 const MaxNamedMembers = 400
