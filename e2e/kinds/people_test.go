@@ -169,17 +169,21 @@ func TestMyLikesByKind(t *testing.T) {
 	}
 }
 
-// membersQuery runs the app's query of a user's member documents of a
-// kind, newest first, with the user's token under the rules, and returns
-// their counters.
+// membersQuery runs the app's query of a user's member documents (of a
+// kind, when not ""), newest first, with the user's token under the
+// rules, and returns their counters.
 func membersQuery(t *testing.T, token, uid, kind string) []string {
 	t.Helper()
 	eq := func(field, v string) map[string]any {
 		return map[string]any{"fieldFilter": map[string]any{"field": map[string]any{"fieldPath": field}, "op": "EQUAL", "value": map[string]any{"stringValue": v}}}
 	}
+	where := eq("uid", uid)
+	if kind != "" {
+		where = map[string]any{"compositeFilter": map[string]any{"op": "AND", "filters": []any{eq("uid", uid), eq("kind", kind)}}}
+	}
 	q := map[string]any{"structuredQuery": map[string]any{
 		"from":    []any{map[string]any{"collectionId": "members", "allDescendants": true}},
-		"where":   map[string]any{"compositeFilter": map[string]any{"op": "AND", "filters": []any{eq("uid", uid), eq("kind", kind)}}},
+		"where":   where,
 		"orderBy": []any{map[string]any{"field": map[string]any{"fieldPath": "joined_at"}, "direction": "DESCENDING"}},
 	}}
 	body, _ := json.Marshal(q)

@@ -513,14 +513,7 @@ func queryRequest(q firestore.Query, root string) (*pb.RunQueryRequest, error) {
 // version they read, one; increments all add up. The model and the
 // emulator answer alike.
 func TestConcurrentCallersMatchTheEmulator(t *testing.T) {
-	host, err := testenv.EmulatorHost()
-	testenv.NeedEmulators(t, err)
-	project := testenv.NewProjectID("fsmodel")
-	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, project := emulatorDB(t)
 	root := "projects/" + project + "/databases/(default)/documents"
 	const callers = 8
 	for _, api := range []firestoredb.Firestore{db.API(), fsmodel.New(nil)} {
@@ -569,14 +562,7 @@ func TestConcurrentCallersMatchTheEmulator(t *testing.T) {
 // TestABigCommitIsRefusedAlike: the emulator refuses a request over
 // 4 MiB (RESOURCE_EXHAUSTED), as the model does; one below passes both.
 func TestABigCommitIsRefusedAlike(t *testing.T) {
-	host, err := testenv.EmulatorHost()
-	testenv.NeedEmulators(t, err)
-	project := testenv.NewProjectID("fsmodel")
-	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, project := emulatorDB(t)
 	database := "projects/" + project + "/databases/(default)"
 	commit := func(docs int) *pb.CommitRequest {
 		req := &pb.CommitRequest{Database: database}
@@ -597,4 +583,19 @@ func TestABigCommitIsRefusedAlike(t *testing.T) {
 			}
 		}
 	}
+}
+
+// emulatorDB opens a fresh project's default database on the emulator,
+// closed when the test ends.
+func emulatorDB(t *testing.T) (*firestoredb.DB, string) {
+	t.Helper()
+	host, err := testenv.EmulatorHost()
+	testenv.NeedEmulators(t, err)
+	project := testenv.NewProjectID("fsmodel")
+	db, err := firestoredb.Open(context.Background(), project, firestoredb.DefaultDatabase, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, project
 }

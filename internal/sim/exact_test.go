@@ -1,29 +1,16 @@
 package sim
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	dm "github.com/shardcount/shardcount/internal/datamodel"
 )
 
 // Exactness at quiescence: what a counter holds is what its acknowledged
 // requests (and possibly its unacknowledged ones) added, nothing else.
-
-// keyID is the document id of an idempotency key's record (the data
-// model's: docs/reference/data-model.md).
-func keyID(user, key string) string {
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(user)))
-	h.Write(n[:])
-	h.Write([]byte(user))
-	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // generation is one life of an idempotency key's record: the commit that
 // created it (or replaced an expired one) and the delta it holds.
@@ -36,7 +23,7 @@ type generation struct {
 // from from on: each commit that wrote it (a record is only ever created,
 // or replaced once expired).
 func (w *world) generations(id, user, key string, from time.Time) []generation {
-	name := root + "counters/" + id + "/idempotency_keys/" + keyID(user, key)
+	name := root + "counters/" + id + "/idempotency_keys/" + dm.KeyHash(user, key)
 	var out []generation
 	for _, rec := range w.commits {
 		if rec.at.Before(from) {
@@ -239,7 +226,7 @@ func (w *world) checkRecord(o *op, id string, from time.Time) {
 	if !o.ok() || o.answer.Member == nil {
 		return
 	}
-	name := root + "counters/" + id + "/idempotency_keys/" + keyID(o.user, o.key)
+	name := root + "counters/" + id + "/idempotency_keys/" + dm.KeyHash(o.user, o.key)
 	for _, rec := range w.commits {
 		if rec.at.Before(from) {
 			continue
