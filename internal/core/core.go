@@ -70,7 +70,7 @@ type Counters interface {
 	SetRanked(ctx context.Context, id string, ranked bool) error
 	List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error)
 	Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error)
-	IsMember(ctx context.Context, id, uid string) (bool, error)
+	IsMember(ctx context.Context, id, uid string) (member bool, choice string, err error)
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
@@ -89,7 +89,7 @@ type Increments interface {
 
 // Windows are the roll-up's buckets read back.
 type Windows interface {
-	History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error)
+	History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, error)
 	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error)
 	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,9 @@ type IncrementItem struct {
 	// Member, from an admin on a unique counter: the user the increment
 	// adds (+1) or removes (−1), instead of the caller.
 	Member *string `json:"member"`
+	// Choice, on a choice counter: the caller's choice, in place of any
+	// other; "" removes it.
+	Choice *string `json:"choice"`
 }
 
 // IncrementCounterRequest is the input of incrementCounter: one increment,
@@ -84,6 +89,10 @@ type IncrementCounterResponse struct {
 	// the caller is a member now, and whether this request made it so.
 	Member  *bool `json:"member,omitempty"`
 	Changed *bool `json:"changed,omitempty"`
+	// Choice and Previous answer a choice counter's: the caller's choice
+	// now, and before ("": none).
+	Choice   *string `json:"choice,omitzero"`
+	Previous *string `json:"previous,omitzero"`
 }
 
 // Incremented is the outcome of one item of a list: its answer, or the
@@ -112,8 +121,8 @@ func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body Incr
 		return out[0].Response, nil, out[0].Err
 	}
 	switch {
-	case body.CounterID != nil || body.Delta != nil || body.ActionType != nil || body.IdempotencyKey != nil || body.Member != nil:
-		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type, idempotency_key or member: put them in the items")
+	case body.CounterID != nil || body.Delta != nil || body.ActionType != nil || body.IdempotencyKey != nil || body.Member != nil || body.Choice != nil:
+		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type, idempotency_key, member or choice: put them in the items")
 	case headerKey != nil:
 		return nil, nil, errs.Invalid("Idempotency-Key", "applies to a single increment; give each item of increments its idempotency_key")
 	case len(body.Increments) == 0 || len(body.Increments) > MaxIncrementsPerRequest:
@@ -159,7 +168,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 			err = core.allow(ctx, caller, ratelimit.Increment, 1)
 		}
 		if err == nil {
-			op, err = core.authorize(ctx, caller, id, op, item.Member, read)
+			op, err = core.authorize(ctx, caller, id, op, item, read)
 		}
 		if err != nil {
 			out[i].Err = under(i, err)
@@ -181,20 +190,20 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 		if err != nil {
 			err = unknownOutcome(ctx, err)
 		}
-		unique := read[id].c.Unique
+		c := read[id].c
 		for j, i := range idx {
 			var r increment.Result
 			if err == nil {
 				r = rs[j]
 			}
-			countChange(unique, r, err)
+			countChange(c.Unique, r, err)
 			switch {
 			case err != nil:
 				out[i].Err = err
 			case r.Err != nil:
 				out[i].Err = under(i, r.Err)
 			default:
-				out[i].Response = incrementResponse(id, unique, r)
+				out[i].Response = incrementResponse(c, r)
 			}
 		}
 	}
@@ -213,9 +222,11 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 // authorize reads counter id (once per request), pays for its first use,
 // and checks what the caller may do to it with op: a unique counter takes
 // +1 or −1 from an identified caller only (an admin's for member, when
-// given; an end user's −1 not on a join-only kind), a plain one a delta
-// within the caller's role. It returns op, with its user and its counter.
-func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, member *string, read map[string]authorized) (increment.Op, error) {
+// given; an end user's −1 not on a join-only kind), a choice counter one
+// of its choices or none, a plain one a delta within the caller's role.
+// It returns op, with its user and its counter.
+func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item IncrementItem, read map[string]authorized) (increment.Op, error) {
+	member := item.Member
 	if member != nil && !caller.Admin {
 		return op, &errs.Error{Code: errs.PermissionDenied, Field: "member", Message: "only admins (your app's backend) act for a member; an end user's increment counts themselves"}
 	}
@@ -232,6 +243,9 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		read[id] = a
 	}
 	op.User, op.Counter, op.Fresh, op.Ledger = caller.User, a.c, a.fresh, ledger.From(ctx)
+	if err := choose(a.c, &op, item); err != nil {
+		return op, err
+	}
 	if !a.c.Unique {
 		if member != nil {
 			return op, errs.Invalid("member", "goes with unique counters; %q counts increments, not members", id)
@@ -256,6 +270,28 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		return op, errs.New(errs.PermissionDenied, "%q is of a join-only kind: a member does not leave (an admin may remove one)", id)
 	}
 	return op, counter.ValidateMemberID(caller.User)
+}
+
+// choose checks item's choice against counter c, and sets op's: a choice
+// counter takes one of its choices, or "" (or a −1) to remove the
+// caller's; other counters take none.
+func choose(c counter.Counter, op *increment.Op, item IncrementItem) error {
+	switch {
+	case item.Choice == nil && c.Choices != nil && op.Delta != -1:
+		return errs.Invalid("choice", "is required on %q: one of %s, or \"\" to remove yours", c.ID, strings.Join(c.Choices, ", "))
+	case item.Choice == nil:
+		return nil // on a choice counter, a −1 removes the choice
+	case c.Choices == nil:
+		return errs.Invalid("choice", "goes with counters of a choice kind; %q has no choices", c.ID)
+	case item.Delta != nil || item.ActionType != nil:
+		return errs.Invalid("choice", "and delta or action_type are exclusive: a choice sets yours, \"\" removes it")
+	case *item.Choice != "" && !slices.Contains(c.Choices, *item.Choice):
+		return errs.Invalid("choice", "%q is not a choice of %q: one of %s, or \"\" to remove yours", *item.Choice, c.ID, strings.Join(c.Choices, ", "))
+	}
+	if op.Choice, op.Delta = *item.Choice, 1; op.Choice == "" {
+		op.Delta = -1
+	}
+	return nil
 }
 
 // validate checks an increment on its own; headerKey is the request's
@@ -314,13 +350,16 @@ func ValidateKey(field string, key *string) error {
 	return nil
 }
 
-func incrementResponse(id string, unique bool, r increment.Result) *IncrementCounterResponse {
-	resp := &IncrementCounterResponse{CounterID: id, Delta: r.Delta, Replayed: r.Replayed}
+func incrementResponse(c counter.Counter, r increment.Result) *IncrementCounterResponse {
+	resp := &IncrementCounterResponse{CounterID: c.ID, Delta: r.Delta, Replayed: r.Replayed}
 	if r.Shard >= 0 {
 		resp.Shard = &r.Shard
 	}
-	if unique {
+	if c.Unique {
 		resp.Member, resp.Changed = &r.Member, &r.Changed
+	}
+	if c.Choices != nil {
+		resp.Choice, resp.Previous = &r.Choice, &r.Previous
 	}
 	return resp
 }

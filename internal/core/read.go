@@ -35,8 +35,11 @@ type GetCounterResponse struct {
 	AsOf   string `json:"as_of"`
 	Unique bool   `json:"unique,omitempty"`
 	// Member tells a signed-in caller whether they are a member of a
-	// unique counter.
-	Member *bool `json:"member,omitempty"`
+	// unique counter, and Choice their choice on a choice counter.
+	Member *bool   `json:"member,omitempty"`
+	Choice *string `json:"choice,omitzero"`
+	// Counts are a choice counter's members by choice, as exact as Count.
+	Counts map[string]int64 `json:"counts,omitempty"`
 	// Reshard is the last change of the shard count (eventual reads).
 	Reshard *ReshardStatus `json:"reshard,omitempty"`
 	// History is the count of each bucket asked for, oldest first; a
@@ -48,6 +51,8 @@ type GetCounterResponse struct {
 type HistoryPoint struct {
 	Start string `json:"start"`
 	Count int64  `json:"count"`
+	// Counts, of a choice counter: each choice's change in the bucket.
+	Counts map[string]int64 `json:"counts,omitempty"`
 }
 
 // ReshardStatus describes the last change of a counter's shard count.
@@ -140,7 +145,7 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 	// of history for each historyBuckets it reads (its eventual read
 	// included).
 	if consistency == "strong" {
-		if err := core.allow(ctx, caller, ratelimit.Strong, 1); err != nil {
+		if err := core.allow(ctx, caller, ratelimit.Strong, core.strongTokens(id)); err != nil {
 			return GetCounterResponse{}, err
 		}
 	}
@@ -175,24 +180,49 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 		}
 	}
 	resp.NumShards, resp.Unique = c.NumShards, c.Unique
+	resp.Counts = byChoice(c.Choices, c.Counts)
 	if c.Unique && caller.User != "" {
-		member, err := core.counters.IsMember(ctx, id, caller.User)
+		member, choice, err := core.counters.IsMember(ctx, id, caller.User)
 		if err != nil {
 			return GetCounterResponse{}, err
 		}
 		resp.Member = &member
+		if c.Choices != nil {
+			resp.Choice = &choice
+		}
 	}
 	if h != nil {
-		counts, err := core.windows.History(ctx, id, h.g, h.starts)
+		tallies, err := core.windows.History(ctx, id, h.g, h.starts)
 		if err != nil {
 			return GetCounterResponse{}, err
 		}
-		resp.History = make([]HistoryPoint, len(counts))
-		for i, n := range counts {
-			resp.History[i] = HistoryPoint{Start: h.starts[i].Format(time.RFC3339), Count: n}
+		resp.History = make([]HistoryPoint, len(tallies))
+		for i, t := range tallies {
+			resp.History[i] = HistoryPoint{Start: h.starts[i].Format(time.RFC3339), Count: t.Count, Counts: byChoice(c.Choices, t.Counts)}
 		}
 	}
 	return resp, nil
+}
+
+// strongTokens is what a strong read of counter id spends: a token of
+// strong pays for 3 reads, and a choice counter's read sums each choice
+// too (a SUM each).
+func (core *Core) strongTokens(id string) int {
+	kind, _ := core.cfg.Kinds.Of(id)
+	return 1 + (len(kind.Choices)+2)/3
+}
+
+// byChoice is counts with each of choices, 0 when absent (none chosen
+// yet); nil without choices.
+func byChoice(choices []string, counts map[string]int64) map[string]int64 {
+	if choices == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(choices))
+	for _, choice := range choices {
+		out[choice] = counts[choice]
+	}
+	return out
 }
 
 // requiredCounterID validates the counter_id every request but

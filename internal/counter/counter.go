@@ -94,7 +94,12 @@ type Counter struct {
 	Ranked bool
 	// Unique counters count distinct users, each at most once
 	// (members/{uid}); their value is their number of members.
-	Unique    bool
+	Unique bool
+	// Choices, of a choice counter (a unique one): what each member
+	// chose among, as its kind declared them when it was created.
+	Choices []string
+	// Counts are a choice counter's members by choice, as of AsOf.
+	Counts    map[string]int64
 	CreatedAt time.Time
 	// MemberKinds is true once every member document names the counter's
 	// kind (always for a counter of this version; reconcile names those of
@@ -145,6 +150,9 @@ type Rollup struct {
 	// counted since the previous roll-up, added to the buckets holding
 	// Next.AsOf.
 	Change int64
+	// Changes are a choice counter's changes by choice (Next.Counts less
+	// the document's), added to the same buckets.
+	Changes map[string]int64
 	// Reshard writes Next.NumShards and Next.Reshard too.
 	Reshard bool
 	// Correct, when not 0, is added to one shard in the same commit:
@@ -169,6 +177,8 @@ func (c Counter) IsDeleted() bool { return !c.Deleted.At.IsZero() }
 // aggregation.
 type Sums struct {
 	Count int64
+	// Counts are a choice counter's sums by choice.
+	Counts map[string]int64
 	// Commits is how many commits wrote to the shards, and Slow how many
 	// of them followed a slow or contended commit of the same counter
 	// (evidence for automatic sharding).

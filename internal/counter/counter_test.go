@@ -2,6 +2,7 @@ package counter
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,6 +124,30 @@ func TestKeysIn(t *testing.T) {
 	for id, want := range map[string]string{"likes:p1": "posts/p1", "likes:": "", "likes:..": "", "likes:__p__": "", "likes:a:b": "posts/a:b"} {
 		if got, ok := k.KeyDocument(id); got != want || ok != (want != "") {
 			t.Errorf("KeyDocument(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+}
+
+func TestChoiceKinds(t *testing.T) {
+	kinds, err := ParseKinds(`{"reactions": {"choices": ["like", "love", "wow"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kinds["reactions"].Counter("reactions:p")
+	if !c.Unique || !slices.Equal(c.Choices, []string{"like", "love", "wow"}) {
+		t.Errorf("a choice kind's counter: %+v, want unique with its choices", c)
+	}
+	for _, bad := range []string{
+		`{"r": {"choices": []}}`,
+		`{"r": {"choices": ["Like"]}}`,
+		`{"r": {"choices": ["a.b"]}}`,
+		`{"r": {"choices": ["like", "like"]}}`,
+		`{"r": {"choices": ["like"], "unique": true}}`,
+		`{"r": {"choices": ["like"], "decrement": "users"}}`,
+		`{"r": {"choices": ["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","r","s","t","u"]}}`,
+	} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%s) accepted it", bad)
 		}
 	}
 }

@@ -36,6 +36,10 @@ type Kind struct {
 	// JoinOnly: on a unique kind, an end user joins and never leaves (a
 	// viewer cannot un-view); admins may still remove a member.
 	JoinOnly bool `json:"join_only"`
+	// Choices make a choice kind (reactions, polls): each user holds at
+	// most one of them per counter, and may switch or remove it; the
+	// counter counts the people with a choice, and each choice's.
+	Choices []string `json:"choices"`
 }
 
 // Kinds are the declared kinds by name.
@@ -43,6 +47,14 @@ type Kinds map[string]Kind
 
 // kindName is what a kind may be called: it starts a counter id.
 var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
+// choiceName is what a choice may be called: a plain Firestore field
+// name (counts.<choice>), short enough for a label.
+var choiceName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
+
+// MaxChoices bounds a choice kind's choices: each is a field of every
+// shard it is chosen on, and a strong read sums each.
+const MaxChoices = 20
 
 // ParseKinds reads COUNTER_KINDS: a JSON object of kinds, each an object
 // of the options above ("" or "{}": none). Unknown options are errors.
@@ -63,7 +75,7 @@ func ParseKinds(s string) (Kinds, error) {
 		dec.DisallowUnknownFields()
 		var k Kind
 		if err := dec.Decode(&k); err != nil {
-			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
+			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, choices, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
 		}
 		switch {
 		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
@@ -74,6 +86,12 @@ func ParseKinds(s string) (Kinds, error) {
 			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
 		case k.JoinOnly && !k.Unique:
 			return nil, fmt.Errorf("kind %q: join_only goes with unique: true (members who cannot leave)", name)
+		case k.Choices != nil && (k.Unique || k.JoinOnly || k.Decrement != ""):
+			return nil, fmt.Errorf("kind %q: choices count people, one choice each: they go without unique, join_only or decrement", name)
+		case k.Choices != nil:
+			if err := validateChoices(k.Choices); err != nil {
+				return nil, fmt.Errorf("kind %q: %v", name, err)
+			}
 		case k.KeysIn != "" && !isCollectionPath(k.KeysIn):
 			return nil, fmt.Errorf("kind %q: keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"", name)
 		}
@@ -81,6 +99,23 @@ func ParseKinds(s string) (Kinds, error) {
 		out[name] = k
 	}
 	return out, nil
+}
+
+// validateChoices checks a choice kind's choices: 1 to MaxChoices
+// distinct names.
+func validateChoices(choices []string) error {
+	if len(choices) == 0 || len(choices) > MaxChoices {
+		return fmt.Errorf("choices must hold 1 to %d names", MaxChoices)
+	}
+	for i, c := range choices {
+		if !choiceName.MatchString(c) {
+			return fmt.Errorf("choice %q: a choice is 1 to 30 lowercase letters, digits or '_', starting with a letter", c)
+		}
+		if slices.Contains(choices[:i], c) {
+			return fmt.Errorf("choice %q is declared twice", c)
+		}
+	}
+	return nil
 }
 
 // Of returns the kind of counter id ("KIND:KEY"), if it is declared.
@@ -99,7 +134,8 @@ func (k Kind) Counter(id string) Counter {
 	if n == 0 {
 		n = DefaultShards
 	}
-	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
+	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique || k.Choices != nil, Choices: k.Choices,
+		Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
 }
 
 // KeyDocument is the path of the app's document that counter id ("KIND:KEY")
@@ -136,6 +172,9 @@ func (k Kind) Grows() bool { return k.AutoSharding == nil || *k.AutoSharding }
 // make two declarations of one kind count differently: a deploy that
 // changes it changes what existing counters mean.
 func (k Kind) Counting() string {
+	if k.Choices != nil {
+		return "choices (each user at most one of " + strings.Join(k.Choices, ", ") + ")"
+	}
 	if k.Unique {
 		return "unique (each user once)"
 	}

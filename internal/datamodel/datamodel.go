@@ -51,14 +51,18 @@ const (
 	FieldReshard      = "reshard"
 	FieldOwner        = "owner"
 	FieldUnique       = "unique"
-	FieldOrigin       = "origin"
-	FieldRanked       = "ranked" // also of a window's bucket
-	FieldKind         = "kind"   // also of a window's bucket
-	FieldDeleted      = "deleted"
-	FieldDeletedAt    = "deleted_at"
-	FieldPurgeAfter   = "purge_after"
-	FieldPurged       = "purged"
-	FieldResetAt      = "reset_at"
+	FieldChoices      = "choices" // of a choice counter: what its members choose among
+	// FieldCounts, of a choice counter's document, shards and buckets:
+	// {choice: members holding it} (see FieldCountOf).
+	FieldCounts     = "counts"
+	FieldOrigin     = "origin"
+	FieldRanked     = "ranked" // also of a window's bucket
+	FieldKind       = "kind"   // also of a window's bucket
+	FieldDeleted    = "deleted"
+	FieldDeletedAt  = "deleted_at"
+	FieldPurgeAfter = "purge_after"
+	FieldPurged     = "purged"
+	FieldResetAt    = "reset_at"
 	// FieldMemberKinds is true once every member document of the counter
 	// names its kind.
 	FieldMemberKinds = "member_kinds"
@@ -76,10 +80,12 @@ const (
 	FieldTraceparent = "traceparent"
 
 	// Of an idempotency key's record.
-	FieldDelta   = "delta"
-	FieldShard   = "shard"
-	FieldMember  = "member"
-	FieldChanged = "changed"
+	FieldDelta    = "delta"
+	FieldShard    = "shard"
+	FieldMember   = "member"
+	FieldChanged  = "changed"
+	FieldChoice   = "choice" // also of a member document (of a choice counter)
+	FieldPrevious = "previous"
 
 	// Of a member document.
 	FieldUID       = "uid"
@@ -146,6 +152,10 @@ func KeyHash(user, key string) string {
 	h.Write([]byte(key))
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// FieldCountOf is the field path of a choice's count (choices are plain
+// field names: counter.ParseKinds).
+func FieldCountOf(choice string) string { return FieldCounts + "." + choice }
 
 // FieldPeak is the field of a window bucket's peak of slot s.
 func FieldPeak(s int) string { return FieldPeakPrefix + strconv.Itoa(s) }

@@ -103,6 +103,29 @@ func (d *Doc) Time(field string) time.Time {
 	return time.Time{}
 }
 
+// Strings reads an array of strings (nil when missing).
+func (d *Doc) Strings(field string) []string {
+	v, ok := d.fields[field]
+	if !ok {
+		return nil
+	}
+	a, ok := v.GetValueType().(*pb.Value_ArrayValue)
+	if !ok {
+		d.wrong(field, "an array", v)
+		return nil
+	}
+	out := make([]string, 0, len(a.ArrayValue.GetValues()))
+	for _, e := range a.ArrayValue.GetValues() {
+		s, ok := e.GetValueType().(*pb.Value_StringValue)
+		if !ok {
+			d.wrong(field, "an array of strings", v)
+			return nil
+		}
+		out = append(out, s.StringValue)
+	}
+	return out
+}
+
 // Has reports whether the document has field.
 func (d *Doc) Has(field string) bool {
 	_, ok := d.fields[field]

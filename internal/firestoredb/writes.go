@@ -89,6 +89,15 @@ func MapValue(fields map[string]*pb.Value) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: fields}}}
 }
 
+// StringsValue is an array of strings.
+func StringsValue(vs []string) *pb.Value {
+	a := &pb.ArrayValue{}
+	for _, v := range vs {
+		a.Values = append(a.Values, StringValue(v))
+	}
+	return &pb.Value{ValueType: &pb.Value_ArrayValue{ArrayValue: a}}
+}
+
 func BoolValue(v bool) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_BooleanValue{BooleanValue: v}}
 }

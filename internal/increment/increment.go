@@ -13,9 +13,7 @@
 package increment
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -38,6 +36,9 @@ type Op struct {
 	// Ledger is the ledger of the request the op came from, which books
 	// its share of what the commit reads (nil: none).
 	Ledger *ledger.Ledger
+	// Choice, on a choice counter: the choice the op sets for User, in
+	// place of any other ("": removes it; Delta is then −1, else +1).
+	Choice string
 }
 
 // Result is the outcome of one Op.
@@ -52,17 +53,21 @@ type Result struct {
 	// Member and Changed, on a unique counter: whether the user is a
 	// member after the op, and whether the op made it so.
 	Member, Changed bool
-	Err             error
+	// Choice and Previous, on a choice counter: the user's choice after
+	// the op, and before it ("": none).
+	Choice, Previous string
+	Err              error
 }
 
 // Record is the stored outcome of a keyed op: its idempotency key's
 // record, live until ExpireAt. Version is the stored record's.
 type Record struct {
-	Delta           int64
-	Shard           int
-	Member, Changed bool
-	ExpireAt        time.Time
-	Version         time.Time
+	Delta            int64
+	Shard            int
+	Member, Changed  bool
+	Choice, Previous string
+	ExpireAt         time.Time
+	Version          time.Time
 }
 
 // KeyTTL is how long an idempotency key's record lives.
@@ -71,6 +76,7 @@ const KeyTTL = 24 * time.Hour
 // Membership is a user's member document as read before a commit.
 type Membership struct {
 	Member  bool
+	Choice  string    // of a choice counter's member
 	Version time.Time // of the member document, when Member
 }
 
@@ -136,7 +142,7 @@ func sameIncarnation(op, c counter.Counter) bool {
 		return true // not read by its caller (tests, tools): the batch's
 	}
 	created := !op.Version.IsZero() && !c.Version.IsZero()
-	return op.Unique == c.Unique && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
+	return op.Unique == c.Unique && slices.Equal(op.Choices, c.Choices) && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
 }
 
 // Next starts the next group of ops, and reports whether there is one.
@@ -213,14 +219,14 @@ func (b *Batch) Results() []Result {
 			continue
 		}
 		if rec, ok := b.stored[j]; ok {
-			b.results[i] = replay(b.Counter.ID, rec, b.ops[i].Delta)
+			b.results[i] = replay(b.Counter, rec, b.ops[i])
 			continue
 		}
 		switch first := b.results[j]; {
 		case first.Err != nil:
 			b.results[i].Err = first.Err
-		case first.Delta != b.ops[i].Delta:
-			b.results[i].Err = keyConflict(b.Counter.ID, first.Delta)
+		case first.Delta != b.ops[i].Delta || b.ops[j].Choice != b.ops[i].Choice:
+			b.results[i].Err = keyConflict(b.Counter, b.ops[j].Delta, b.ops[j].Choice)
 		default:
 			first.Replayed = true
 			b.results[i] = first
@@ -229,18 +235,26 @@ func (b *Batch) Results() []Result {
 	return b.results
 }
 
-// replay is the answer a stored record gives an op of delta: its outcome
-// again, or a conflict when the record holds another delta.
-func replay(id string, rec Record, delta int64) Result {
-	if rec.Delta != delta {
-		return Result{Err: keyConflict(id, rec.Delta)}
+// replay is the answer a stored record gives op: its outcome again, or a
+// conflict when the record holds another delta or choice. The record's
+// choice is the one it set, so a removal's ("") is its Choice too.
+func replay(c counter.Counter, rec Record, op Op) Result {
+	if rec.Delta != op.Delta || rec.Choice != op.Choice {
+		return Result{Err: keyConflict(c, rec.Delta, rec.Choice)}
 	}
-	return Result{Delta: rec.Delta, Shard: rec.Shard, Replayed: true, Member: rec.Member, Changed: rec.Changed}
+	return Result{Delta: rec.Delta, Shard: rec.Shard, Replayed: true, Member: rec.Member, Changed: rec.Changed,
+		Choice: rec.Choice, Previous: rec.Previous}
 }
 
-func keyConflict(id string, delta int64) error {
+// keyConflict refuses a key used before on counter c with another delta,
+// or another choice.
+func keyConflict(c counter.Counter, delta int64, choice string) error {
+	what := fmt.Sprintf("delta %d", delta)
+	if c.Choices != nil {
+		what = fmt.Sprintf("choice %q", choice)
+	}
 	return &errs.Error{Code: errs.AlreadyExists, Field: "idempotency_key",
-		Message: fmt.Sprintf("Idempotency-Key was already used on counter %q with delta %d", id, delta)}
+		Message: fmt.Sprintf("Idempotency-Key was already used on counter %q with %s", c.ID, what)}
 }
 
 // SplitByUser splits a unique counter's pending ops into two groups by
@@ -263,13 +277,6 @@ func (b *Batch) SplitByUser() bool {
 	b.pending = nil
 	return true
 }
-
-// net is a unique counter's change of one op: ±1 whatever the delta, the
-// count being the number of members (the handlers refuse other deltas).
-func net(delta int64) int64 { return int64(cmp.Compare(delta, 0)) }
-
-// sortedUsers lists a plan's users in a stable order.
-func sortedUsers(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 // NearBound reports whether a plain counter's value v is within
 // counter.CheckedZone of its bound: there, every commit sums the shards

@@ -2,7 +2,9 @@ package increment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,14 +161,17 @@ func TestUniqueCountersToggleMembers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			plans, results := run(New(tc.c, 1, tc.ops), tc.members)
 			p := plans[0]
-			var leaves []string
+			var joins, leaves []string
+			for _, j := range p.Joins {
+				joins = append(joins, j.User)
+			}
 			for _, l := range p.Leaves {
 				leaves = append(leaves, l.User)
 				if l.Version != created {
 					t.Errorf("leave of %s on version %s, want the one read", l.User, l.Version)
 				}
 			}
-			if p.Net != tc.net || p.WriteShard != (tc.net != 0) || !slices.Equal(p.Joins, tc.joins) || !slices.Equal(leaves, tc.leaves) ||
+			if p.Net != tc.net || p.WriteShard != (tc.net != 0) || !slices.Equal(joins, tc.joins) || !slices.Equal(leaves, tc.leaves) ||
 				len(p.Records) != tc.records || p.Creates != tc.creates {
 				t.Errorf("plan %+v, want net %+d joins %v leaves %v, %d records, creates %v", p, tc.net, tc.joins, tc.leaves, tc.records, tc.creates)
 			}
@@ -174,6 +179,99 @@ func TestUniqueCountersToggleMembers(t *testing.T) {
 				t.Errorf("results\n%q\nwant\n%q", results, tc.results)
 			}
 		})
+	}
+}
+
+func TestChoiceCountersMoveEachUsersOneChoice(t *testing.T) {
+	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Unique: true, Choices: []string{"like", "love", "wow"},
+		Version: created, CreatedAt: created}
+	loves := Membership{Member: true, Choice: "love", Version: created}
+	set := func(user, choice string, key ...string) Op {
+		op := add(user, 1, key...)
+		if op.Choice = choice; choice == "" {
+			op.Delta = -1
+		}
+		return op
+	}
+	for _, tc := range []struct {
+		name    string
+		members map[string]Membership
+		ops     []Op
+		net     int64
+		counts  map[string]int64
+		writes  string // joins, switches and leaves
+		results []string
+	}{
+		{"a first reaction joins", map[string]Membership{"u": {}}, []Op{set("u", "wow")}, 1, map[string]int64{"wow": 1},
+			"join u wow", []string{"wow from  shard 1 changed true"}},
+		{"a switch moves one count to another, the number of people unchanged", map[string]Membership{"u": loves},
+			[]Op{set("u", "wow")}, 0, map[string]int64{"love": -1, "wow": 1}, "switch u wow",
+			[]string{"wow from love shard 1 changed true"}},
+		{"the same choice again changes nothing", map[string]Membership{"u": loves}, []Op{set("u", "love")}, 0, nil, "",
+			[]string{"love from love shard -1 changed false"}},
+		{"a removal leaves", map[string]Membership{"u": loves}, []Op{set("u", "")}, -1, map[string]int64{"love": -1}, "leave u",
+			[]string{" from love shard 1 changed true"}},
+		{"a removal of no choice changes nothing", map[string]Membership{"u": {}}, []Op{set("u", "")}, 0, nil, "",
+			[]string{" from  shard -1 changed false"}},
+		{"two devices switching in one batch: played in order, one write of the last", map[string]Membership{"u": loves},
+			[]Op{set("u", "wow"), set("u", "like"), set("u", "love"), set("u", "like")}, 0, map[string]int64{"love": -1, "like": 1},
+			"switch u like", []string{"wow from love shard 1 changed true", "like from wow shard 1 changed true",
+				"love from like shard 1 changed true", "like from love shard 1 changed true"}},
+		{"back to where it was: nothing written to the shard", map[string]Membership{"u": loves},
+			[]Op{set("u", "wow"), set("u", "love")}, 0, nil, "",
+			[]string{"wow from love shard -1 changed true", "love from wow shard -1 changed true"}},
+		{"two users, one joins and one leaves", map[string]Membership{"u": {}, "v": loves}, []Op{set("u", "like"), set("v", "")},
+			0, map[string]int64{"like": 1, "love": -1}, "join u like, leave v",
+			[]string{"like from  shard 1 changed true", " from love shard 1 changed true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(reactions, 1, tc.ops)
+			b.Next()
+			p := b.Plan(tc.members, now)
+			b.Committed(p)
+			var writes []string
+			for _, j := range p.Joins {
+				writes = append(writes, "join "+j.User+" "+j.Choice)
+			}
+			for _, w := range p.Switches {
+				writes = append(writes, "switch "+w.User+" "+w.Choice)
+				if w.Version != created {
+					t.Errorf("switch of %s on version %s, want the one read", w.User, w.Version)
+				}
+			}
+			for _, l := range p.Leaves {
+				writes = append(writes, "leave "+l.User)
+			}
+			if got := strings.Join(writes, ", "); p.Net != tc.net || !maps.Equal(p.Counts, tc.counts) || got != tc.writes ||
+				p.WriteShard != (tc.net != 0 || len(tc.counts) > 0) {
+				t.Errorf("plan net %+d counts %v writes %q, want %+d %v %q", p.Net, p.Counts, got, tc.net, tc.counts, tc.writes)
+			}
+			var results []string
+			for _, r := range b.Results() {
+				results = append(results, fmt.Sprintf("%s from %s shard %d changed %v", r.Choice, r.Previous, r.Shard, r.Changed))
+			}
+			if !slices.Equal(results, tc.results) {
+				t.Errorf("results\n%q\nwant\n%q", results, tc.results)
+			}
+		})
+	}
+}
+
+func TestAKeyReusedWithAnotherChoiceIsRefused(t *testing.T) {
+	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Unique: true, Choices: []string{"like", "love"}, Version: created, CreatedAt: created}
+	b := New(reactions, 0, []Op{{User: "u", Delta: 1, Choice: "like", Key: "k"}, {User: "u", Delta: 1, Choice: "love", Key: "k"},
+		{User: "u", Delta: 1, Choice: "like", Key: "k"}})
+	_, results := run(b, map[string]Membership{"u": {}})
+	if want := []string{"+1 shard 0 member true changed true", "ALREADY_EXISTS", "replayed +1 shard 0 member true changed true"}; !slices.Equal(results, want) {
+		t.Errorf("results %q, want %q", results, want)
+	}
+	stored := Record{Delta: 1, Shard: 0, Member: true, Changed: true, Choice: "like", ExpireAt: now.Add(time.Hour)}
+	if r := replay(reactions, stored, Op{Delta: 1, Choice: "love"}); errs.CodeOf(r.Err) != errs.AlreadyExists ||
+		!strings.Contains(r.Err.Error(), `choice "like"`) {
+		t.Errorf("a stored record of another choice answered %+v, want ALREADY_EXISTS naming the choice", r)
+	}
+	if r := replay(reactions, stored, Op{Delta: 1, Choice: "like"}); !r.Replayed || r.Choice != "like" {
+		t.Errorf("a stored record of the same choice answered %+v, want its outcome replayed", r)
 	}
 }
 

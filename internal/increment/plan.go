@@ -1,21 +1,28 @@
 package increment
 
 import (
+	"maps"
 	"slices"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/counter"
 )
 
 // Plan is what one commit of the pending ops writes, each write with the
 // precondition the driver gives it, and what each op answers if it lands.
 type Plan struct {
-	// Net is added to the batch's shard when WriteShard.
+	// Net is added to the batch's shard when WriteShard, and each of
+	// Counts to the shard's count of that choice (a choice counter's).
 	Net        int64
+	Counts     map[string]int64
 	WriteShard bool
-	// Joins are the users whose member document the commit creates (on
-	// the condition that it does not exist); Leaves those whose document it
-	// deletes, on the condition of the version read.
-	Joins  []string
-	Leaves []Leave
+	// Joins are the members whose document the commit creates (on the
+	// condition that it does not exist); Leaves those whose document it
+	// deletes, and Switches those whose choice it changes, on the
+	// condition of the version read.
+	Joins    []Seat
+	Leaves   []Seat
+	Switches []Seat
 	// Records are the idempotency keys' records the commit creates, or
 	// replaces (an expired one, on the condition of its version).
 	Records []KeyWrite
@@ -25,10 +32,11 @@ type Plan struct {
 	outcome map[int]Result
 }
 
-// Leave is a member document a commit deletes.
-type Leave struct {
-	User    string
-	Version time.Time
+// Seat is a member document a commit writes: its user, their choice (of
+// a choice counter) and the version it was read at (of one that exists).
+type Seat struct {
+	User, Choice string
+	Version      time.Time
 }
 
 // KeyWrite is a keyed op's record written by a commit.
@@ -44,7 +52,7 @@ type KeyWrite struct {
 // Empty reports whether the plan writes nothing: every pending op answers
 // without a commit.
 func (p Plan) Empty() bool {
-	return !p.WriteShard && len(p.Joins) == 0 && len(p.Leaves) == 0 && len(p.Records) == 0
+	return !p.WriteShard && len(p.Joins) == 0 && len(p.Leaves) == 0 && len(p.Switches) == 0 && len(p.Records) == 0
 }
 
 // Plan returns the commit of the pending ops, at now, over the members of
@@ -57,6 +65,11 @@ func (p Plan) Empty() bool {
 //     whose state changes, and adds ±1 to the shard for each, so the count
 //     is always the number of members; an op that changes nothing writes
 //     nothing;
+//   - a choice counter's ops set their user's choice, or remove it, in
+//     arrival order; the commit creates, updates or deletes each member
+//     document whose choice changes, and moves the shard's count of each
+//     choice with it, so each choice's count is always the number of
+//     members holding it;
 //   - each key's record is written with its op's outcome, so a retry
 //     replays it;
 //   - the first use of a counter of a kind creates it, unless the plan
@@ -87,33 +100,66 @@ func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
 		}
 		o := p.outcome[i]
 		p.Records = append(p.Records, KeyWrite{Op: i, User: op.User, Key: op.Key, Replace: b.replace[i],
-			Record: Record{Delta: op.Delta, Shard: o.Shard, Member: o.Member, Changed: o.Changed, ExpireAt: expire}})
+			Record: Record{Delta: op.Delta, Shard: o.Shard, Member: o.Member, Changed: o.Changed,
+				Choice: o.Choice, Previous: o.Previous, ExpireAt: expire}})
 	}
 	p.Creates = b.Creates() && !p.Empty()
 	return p
 }
 
+// hold is a user's state on a unique counter: a member or not, and, on a
+// choice counter, their choice (a member's is never "").
+type hold struct {
+	in     bool
+	choice string
+}
+
+// wanted is the state op asks for on counter c.
+func wanted(c counter.Counter, op Op) hold {
+	if c.Choices != nil {
+		return hold{in: op.Choice != "", choice: op.Choice}
+	}
+	return hold{in: op.Delta > 0}
+}
+
 // playMembers plays a unique counter's pending ops in arrival order over
 // the members read, and sets each op's outcome and the plan's changes.
 func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
-	state := map[string]bool{}
+	state := map[string]hold{}
 	for _, u := range b.Users() {
-		state[u] = read[u].Member
+		state[u] = hold{in: read[u].Member, choice: read[u].Choice}
 	}
 	var changed []int
 	for _, i := range b.pending {
 		op := b.ops[i]
-		r := Result{Delta: op.Delta, Shard: -1}
-		if in := op.Delta > 0; in != state[op.User] {
-			state[op.User] = in
+		r := Result{Delta: op.Delta, Shard: -1, Previous: state[op.User].choice}
+		if want := wanted(b.Counter, op); want != state[op.User] {
+			state[op.User] = want
 			r.Changed = true
 			changed = append(changed, i)
-			p.Net += net(op.Delta)
 		}
-		r.Member = state[op.User]
+		r.Member, r.Choice = state[op.User].in, state[op.User].choice
 		p.outcome[i] = r
 	}
-	p.WriteShard = p.Net != 0
+	for _, u := range slices.Sorted(maps.Keys(state)) {
+		m, now := read[u], state[u]
+		seat := Seat{User: u, Choice: now.choice, Version: m.Version}
+		switch {
+		case now.in && !m.Member:
+			p.Joins = append(p.Joins, seat)
+			p.Net++
+		case !now.in && m.Member:
+			p.Leaves = append(p.Leaves, seat)
+			p.Net--
+		case now.in && now.choice != m.Choice:
+			p.Switches = append(p.Switches, seat)
+		}
+		if now.choice != m.Choice {
+			p.Counts = addChoice(p.Counts, m.Choice, -1)
+			p.Counts = addChoice(p.Counts, now.choice, 1)
+		}
+	}
+	p.WriteShard = p.Net != 0 || len(p.Counts) > 0
 	if p.WriteShard {
 		for _, i := range changed {
 			r := p.outcome[i]
@@ -121,14 +167,21 @@ func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
 			p.outcome[i] = r
 		}
 	}
-	for _, u := range sortedUsers(state) {
-		switch m := read[u]; {
-		case state[u] && !m.Member:
-			p.Joins = append(p.Joins, u)
-		case !state[u] && m.Member:
-			p.Leaves = append(p.Leaves, Leave{User: u, Version: m.Version})
-		}
+}
+
+// addChoice adds n to counts[choice] (none for no choice), dropping a
+// count that comes to nothing.
+func addChoice(counts map[string]int64, choice string, n int64) map[string]int64 {
+	if choice == "" {
+		return counts
 	}
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	if counts[choice] += n; counts[choice] == 0 {
+		delete(counts, choice)
+	}
+	return counts
 }
 
 // changesAKeyed reports whether a pending op with a key changes
@@ -167,7 +220,7 @@ func (b *Batch) Raced(records map[int]*Record, now time.Time) bool {
 		default:
 			settled[i] = true
 			b.stored[i] = *prev
-			b.results[i] = replay(b.Counter.ID, *prev, b.ops[i].Delta)
+			b.results[i] = replay(b.Counter, *prev, b.ops[i])
 		}
 	}
 	b.pending = slices.DeleteFunc(b.pending, func(i int) bool { return settled[i] })

@@ -70,7 +70,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		if err != nil {
 			return false, err
 		}
-		sums, readTime, err := r.sum(ctx, id)
+		sums, readTime, err := r.sum(ctx, c)
 		if err != nil {
 			return false, err
 		}
@@ -87,7 +87,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		if c.Reshard.Merging() && !merged {
 			again = c.Reshard.MergeUntil // the merge is due then
 		}
-		if sums.Count == c.Count && !merged && drift == 0 && !c.Legacy {
+		if sums.Count == c.Count && changes(c.Counts, sums.Counts) == nil && !merged && drift == 0 && !c.Legacy {
 			out = Outcome{Checked: true, Again: again}
 			return false, nil
 		}
@@ -104,7 +104,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			log.Warn("reconciled a stale roll-up", "count", sums.Count,
 				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 		}
-		out = Outcome{Checked: true, Corrected: sums.Count != c.Count, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
+		out = Outcome{Checked: true, Corrected: sums.Count != c.Count || changes(c.Counts, sums.Counts) != nil, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
 		return false, nil
 	})
 	if err == nil && unnamed && !r.nameMemberKinds(ctx, id) {

@@ -61,8 +61,9 @@ import (
 type Store interface {
 	// Read reads the counter document.
 	Read(ctx context.Context, id string) (counter.Counter, error)
-	// Sum sums the shards' counts and returns the snapshot's read time.
-	Sum(ctx context.Context, id string) (int64, time.Time, error)
+	// Sum sums counter c's shards (their count, and a choice counter's
+	// counts) and returns the snapshot's read time.
+	Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error)
 	// Activity sums the shards' commits, and those that followed a slow
 	// one (automatic sharding reads it).
 	Activity(ctx context.Context, id string) (commits, slow int64, err error)
@@ -291,7 +292,7 @@ func (r *Roller) ensure(ctx context.Context, id string, due time.Time) error {
 		if err != nil {
 			return err
 		}
-		sums, readTime, err := r.sum(ctx, id)
+		sums, readTime, err := r.sum(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -337,7 +338,8 @@ func laterOf(a, b time.Time) time.Time {
 // was still c.
 func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct int64) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
-	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: next.Count - c.Count, Reshard: grew || merged, Correct: correct})
+	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: next.Count - c.Count, Changes: changes(c.Counts, next.Counts),
+		Reshard: grew || merged, Correct: correct})
 	if ok {
 		writes.Add(ctx, 1)
 		r.learn(c.ID, knowledge{asOf: readTime})
@@ -349,7 +351,7 @@ func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums
 // write-rate estimate and, with automatic sharding, maybe more shards.
 func (r *Roller) next(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time) (counter.Counter, bool) {
 	next := c
-	next.Count, next.Sums, next.AsOf = sums.Count, sums, readTime
+	next.Count, next.Counts, next.Sums, next.AsOf = sums.Count, sums.Counts, sums, readTime
 	next.WriteRate, next.ActivityAsOf = 0, time.Time{}
 	if !r.auto.Enabled {
 		return next, false
@@ -367,15 +369,30 @@ func (r *Roller) next(ctx context.Context, c counter.Counter, sums counter.Sums,
 	return next, true
 }
 
-// sum reads the counter's total at a read time, and with automatic
-// sharding its shards' activity (one more aggregation).
-func (r *Roller) sum(ctx context.Context, id string) (counter.Sums, time.Time, error) {
-	total, readTime, err := r.store.Sum(ctx, id)
+// sum reads counter c's total (and counts) at a read time, and with
+// automatic sharding its shards' activity (one more aggregation).
+func (r *Roller) sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
+	sums, readTime, err := r.store.Sum(ctx, c)
 	if err != nil || !r.auto.Enabled {
-		return counter.Sums{Count: total}, readTime, err
+		return sums, readTime, err
 	}
-	commits, slow, err := r.store.Activity(ctx, id)
-	return counter.Sums{Count: total, Commits: commits, Slow: slow}, readTime, err
+	sums.Commits, sums.Slow, err = r.store.Activity(ctx, c.ID)
+	return sums, readTime, err
+}
+
+// changes are a choice counter's changes by choice from before to after
+// (nil for other counters, or when none changed).
+func changes(before, after map[string]int64) map[string]int64 {
+	var out map[string]int64
+	for choice, n := range after {
+		if d := n - before[choice]; d != 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[choice] = d
+		}
+	}
+	return out
 }
 
 // rateHalfLife smooths the write rate: a burst shorter than this barely

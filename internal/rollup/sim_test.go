@@ -459,13 +459,13 @@ func (s *simStore) Read(ctx context.Context, id string) (counter.Counter, error)
 	return r.(counter.Counter), nil
 }
 
-func (s *simStore) Sum(ctx context.Context, id string) (int64, time.Time, error) {
+func (s *simStore) Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
 	r, err := s.call(ctx, "Sum", false, func(w *world) any { return sumResult{w.total(), w.now()} })
 	if err != nil {
-		return 0, time.Time{}, err
+		return counter.Sums{}, time.Time{}, err
 	}
 	sr := r.(sumResult)
-	return sr.total, sr.at, nil
+	return counter.Sums{Count: sr.total}, sr.at, nil
 }
 
 type sumResult struct {

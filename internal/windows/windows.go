@@ -66,6 +66,13 @@ func DocID(g Granularity, start time.Time) string {
 // end: their TTL field expires then.
 type Retention map[Granularity]time.Duration
 
+// Tally is what one bucket counted: its change of the count, and of a
+// choice counter's count of each choice (nil for other counters).
+type Tally struct {
+	Count  int64
+	Counts map[string]int64
+}
+
 // DefaultRetention keeps two days of minutes, five weeks of hours and
 // three years of days.
 var DefaultRetention = Retention{Minute: 48 * time.Hour, Hour: 35 * 24 * time.Hour, Day: 3 * 365 * 24 * time.Hour}

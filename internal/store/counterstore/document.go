@@ -26,6 +26,17 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		Origin:      counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
+	c.Choices = d.Strings(dm.FieldChoices)
+	if counts := d.Map(dm.FieldCounts); c.Choices != nil {
+		c.Counts = map[string]int64{}
+		for _, choice := range c.Choices {
+			c.Counts[choice] = counts.Int(choice)
+		}
+		c.Sums.Counts = c.Counts
+		if err := counts.Err(); err != nil {
+			return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed counts", d.ID)
+		}
+	}
 	peaks := d.Map(dm.FieldPeaks)
 	if d.Has(dm.FieldPeaks) {
 		c.Peaks = map[windows.Granularity]windows.Peak{}
@@ -76,7 +87,20 @@ func fields(c counter.Counter) map[string]*pb.Value {
 	if c.Kind != "" {
 		fields[dm.FieldKind] = fs.StringValue(c.Kind)
 	}
+	if c.Choices != nil {
+		fields[dm.FieldChoices] = fs.StringsValue(c.Choices)
+		fields[dm.FieldCounts] = CountsValue(nil)
+	}
 	return fields
+}
+
+// CountsValue is the counts field of a choice counter's document.
+func CountsValue(counts map[string]int64) *pb.Value {
+	m := map[string]*pb.Value{}
+	for choice, n := range counts {
+		m[choice] = fs.IntValue(n)
+	}
+	return fs.MapValue(m)
 }
 
 // ReshardValue is the reshard field of a counter document.

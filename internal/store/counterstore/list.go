@@ -84,16 +84,19 @@ func (s *Store) SetRanked(ctx context.Context, id string, ranked bool) error {
 	return nil
 }
 
-// IsMember reports whether uid is a member of unique counter id.
-func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, error) {
+// IsMember reports whether uid is a member of unique counter id, and
+// their choice (of a choice counter).
+func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, string, error) {
 	if counter.ValidateMemberID(uid) != nil {
-		return false, nil
+		return false, "", nil
 	}
-	d, err := s.db.Get(ctx, s.name(dm.Member(id, uid)))
-	if err != nil {
-		return false, fs.Classify(err, "read a member of "+id)
+	pd, err := s.db.Get(ctx, s.name(dm.Member(id, uid)))
+	if err != nil || pd == nil {
+		return false, "", fs.Classify(err, "read a member of "+id)
 	}
-	return d != nil, nil
+	d := fs.DocOf(pd)
+	choice := d.Str(dm.FieldChoice)
+	return true, choice, d.Err()
 }
 
 // MemberCount returns how many members unique counter id had at read time

@@ -116,7 +116,14 @@ func shardOf(pd *pb.Document) (ShardChange, error) {
 	}
 	d := fs.DocOf(pd)
 	c := ShardChange{Count: d.Int(dm.FieldCount), Commits: d.Int(dm.FieldCommits), Slow: d.Int(dm.FieldSlow)}
-	if err := d.Err(); err != nil {
+	counts := d.Map(dm.FieldCounts)
+	for _, choice := range counts.Fields() {
+		if c.Counts == nil {
+			c.Counts = map[string]int64{}
+		}
+		c.Counts[choice] = counts.Int(choice)
+	}
+	if err := d.Err(counts); err != nil {
 		return c, errs.Wrap(errs.DataLoss, err, "%s is malformed", pd.GetName())
 	}
 	return c, nil
@@ -170,6 +177,12 @@ func (s *Store) mergeRange(ctx context.Context, id string, to, lo, hi int) (int,
 		sum.Count += shard.Count
 		sum.Commits += shard.Commits
 		sum.Slow += shard.Slow
+		for choice, n := range shard.Counts {
+			if sum.Counts == nil {
+				sum.Counts = map[string]int64{}
+			}
+			sum.Counts[choice] += n
+		}
 		targets[t] = sum
 		writes = append(writes, fs.DeleteWrite(d.GetName(), d.GetUpdateTime().AsTime()))
 	}

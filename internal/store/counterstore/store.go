@@ -187,6 +187,9 @@ func (s *Store) Strong(ctx context.Context, id string) (counter.Counter, int64, 
 		return counter.Counter{}, 0, time.Time{}, err
 	}
 	total, at, err := s.Sum(ctx, id, at)
+	if err == nil && c.Choices != nil {
+		c.Counts, err = s.SumCounts(ctx, c, at)
+	}
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
@@ -214,6 +217,21 @@ func (s *Store) Sum(ctx context.Context, id string, at time.Time) (int64, time.T
 		return 0, time.Time{}, fs.Classify(err, "sum the shards of "+id)
 	}
 	return v[0], at, nil
+}
+
+// SumCounts returns a choice counter's exact count of each choice at read
+// time at: a SUM over its shards for each (one aggregation each, alone
+// for the reason Sum gives: a shard holds only the choices chosen on it).
+func (s *Store) SumCounts(ctx context.Context, c counter.Counter, at time.Time) (map[string]int64, error) {
+	counts := map[string]int64{}
+	for _, choice := range c.Choices {
+		v, _, err := s.db.Sum(ctx, dm.UnderCounter(c.ID, dm.Shards), at, dm.FieldCountOf(choice))
+		if err != nil {
+			return nil, fs.Classify(err, "sum the shards of "+c.ID)
+		}
+		counts[choice] = v[0]
+	}
+	return counts, nil
 }
 
 // Change is one change of a counter document, built from the document as
@@ -265,16 +283,24 @@ func (s *Store) Update(ctx context.Context, id string, withTombstone bool, what 
 // commit counters automatic sharding reads.
 type ShardChange struct {
 	Count, Commits, Slow int64
+	// Counts are a choice counter's changes by choice.
+	Counts map[string]int64
 }
 
-// ShardFields are the transformed fields of ShardWrite, in the order of
-// its transforms' results.
-var ShardFields = []string{dm.FieldCommits, dm.FieldCount, dm.FieldSlow}
+// ShardFields are the first transformed fields of ShardWrite, in the
+// order of its transforms' results (a choice's, counts.*, sort after
+// count).
+var ShardFields = []string{dm.FieldCommits, dm.FieldCount}
 
-// ShardWrite is the one write of a shard: every field always, so a sum of
-// several of them counts every shard written.
+// ShardWrite is the one write of a shard: count, commits and slow always,
+// so a sum of several of them counts every shard written, and the counts
+// of the choices it moves.
 func (s *Store) ShardWrite(id string, k int, c ShardChange) *pb.Write {
-	return fs.IncrementWrite(s.name(dm.Shard(id, k)), map[string]int64{dm.FieldCount: c.Count, dm.FieldCommits: c.Commits, dm.FieldSlow: c.Slow})
+	deltas := map[string]int64{dm.FieldCount: c.Count, dm.FieldCommits: c.Commits, dm.FieldSlow: c.Slow}
+	for choice, n := range c.Counts {
+		deltas[dm.FieldCountOf(choice)] = n
+	}
+	return fs.IncrementWrite(s.name(dm.Shard(id, k)), deltas)
 }
 
 // ActivityWrite marks counter id in the activity index (internal/activity)

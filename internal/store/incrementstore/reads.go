@@ -31,8 +31,15 @@ func (s *Store) readMembers(ctx context.Context, b *increment.Batch) (map[string
 		return nil, fs.Classify(err, "read the members of "+b.Counter.ID)
 	}
 	out := map[string]increment.Membership{}
-	for i, d := range docs {
-		out[users[i]] = increment.Membership{Member: d != nil, Version: d.GetUpdateTime().AsTime()}
+	for i, pd := range docs {
+		m := increment.Membership{Member: pd != nil, Version: pd.GetUpdateTime().AsTime()}
+		if pd != nil {
+			d := fs.DocOf(pd)
+			if m.Choice = d.Str(dm.FieldChoice); d.Err() != nil {
+				return nil, fmt.Errorf("incrementstore: decode %s: %w", pd.GetName(), d.Err())
+			}
+		}
+		out[users[i]] = m
 	}
 	return out, nil
 }
@@ -60,7 +67,8 @@ func (s *Store) readRecords(ctx context.Context, b *increment.Batch) (map[int]*i
 		}
 		d := fs.DocOf(pd)
 		r := &increment.Record{Delta: d.Int(dm.FieldDelta), Shard: int(d.Int(dm.FieldShard)), Member: d.Bool(dm.FieldMember),
-			Changed: d.Bool(dm.FieldChanged), ExpireAt: d.Time(dm.FieldExpireAt), Version: d.Updated}
+			Changed: d.Bool(dm.FieldChanged), Choice: d.Str(dm.FieldChoice), Previous: d.Str(dm.FieldPrevious),
+			ExpireAt: d.Time(dm.FieldExpireAt), Version: d.Updated}
 		if err := d.Err(); err != nil {
 			return nil, fmt.Errorf("incrementstore: decode %s: %w", pd.GetName(), err)
 		}
@@ -76,6 +84,9 @@ func (s *Store) recordWrite(c counter.Counter, k increment.KeyWrite) *pb.Write {
 	}
 	if c.Unique {
 		fields[dm.FieldMember], fields[dm.FieldChanged] = fs.BoolValue(k.Record.Member), fs.BoolValue(k.Record.Changed)
+	}
+	if c.Choices != nil {
+		fields[dm.FieldChoice], fields[dm.FieldPrevious] = fs.StringValue(k.Record.Choice), fs.StringValue(k.Record.Previous)
 	}
 	name := s.db.Name(dm.Key(c.ID, k.User, k.Key))
 	if !k.Replace.IsZero() {

@@ -203,22 +203,29 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, span trace.SpanContext) (writes []*pb.Write, marks bool) {
 	id := b.Counter.ID
 	if plan.WriteShard {
-		change := counterstore.ShardChange{Count: plan.Net, Commits: 1}
+		change := counterstore.ShardChange{Count: plan.Net, Commits: 1, Counts: plan.Counts}
 		if contended, _ := s.contended.Get(id); contended {
 			change.Slow = 1
 		}
 		writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
 	}
-	for _, u := range plan.Joins {
+	for _, j := range plan.Joins {
 		// uid, counter_id and kind: a user's likes are one collection-group
 		// query (members where uid == me and kind == "likes").
-		fields := map[string]*pb.Value{dm.FieldUID: fs.StringValue(u), dm.FieldCounterID: fs.StringValue(id)}
+		fields := map[string]*pb.Value{dm.FieldUID: fs.StringValue(j.User), dm.FieldCounterID: fs.StringValue(id)}
 		if b.Counter.Kind != "" {
 			fields[dm.FieldKind] = fs.StringValue(b.Counter.Kind)
 		}
-		w := fs.CreateWrite(s.db.Name(dm.Member(id, u)), fields)
+		if j.Choice != "" {
+			fields[dm.FieldChoice] = fs.StringValue(j.Choice)
+		}
+		w := fs.CreateWrite(s.db.Name(dm.Member(id, j.User)), fields)
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldJoinedAt)}
 		writes = append(writes, w)
+	}
+	for _, w := range plan.Switches {
+		fields := map[string]*pb.Value{dm.FieldChoice: fs.StringValue(w.Choice)}
+		writes = append(writes, fs.UpdateWrite(s.db.Name(dm.Member(id, w.User)), fields, []string{dm.FieldChoice}, w.Version))
 	}
 	for _, l := range plan.Leaves {
 		writes = append(writes, fs.DeleteWrite(s.db.Name(dm.Member(id, l.User)), l.Version))

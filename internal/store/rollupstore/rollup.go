@@ -34,6 +34,9 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		dm.FieldSlowCommits:  fs.IntValue(c.Sums.Slow),
 		dm.FieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
 	}
+	if c.Choices != nil {
+		fields[dm.FieldCounts] = counterstore.CountsValue(c.Counts)
+	}
 	if c.Legacy {
 		fields[dm.FieldOrigin], fields[dm.FieldRanked] = fs.StringValue(string(c.Origin)), fs.BoolValue(c.Ranked)
 	}
@@ -61,8 +64,8 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: dm.FieldRollups,
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: fs.IntValue(1)}}}
 	writes := []*pb.Write{w}
-	if r.Change != 0 && s.windows != nil {
-		writes = append(writes, s.windowWrites(c, r.Change, peaks, upgrade)...)
+	if (r.Change != 0 || r.Changes != nil) && s.windows != nil {
+		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
 	}
 	if r.Correct != 0 {
 		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
@@ -116,13 +119,17 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 }
 
 // windowWrites adds change to counter c's bucket of each granularity
-// holding c.AsOf, creating it when missing, and sets the listed ones'
-// peak; each bucket also says whether rankings may show it, as its
+// holding c.AsOf (and a choice counter's changes to its counts),
+// creating it when missing, and sets the listed ones' peak; each bucket also says whether rankings may show it, as its
 // counter does now. On the upgrade, a bucket's gross, just read into its
 // peak, is dropped; otherwise a gross is left alone: the code of before
 // (a rolling deploy, a redelivered event) may still add to it, and a
 // ranking bounds the bucket by its peak and gross together.
-func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.Granularity]windows.Peak, upgrade bool) []*pb.Write {
+func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string]int64, peaks map[windows.Granularity]windows.Peak, upgrade bool) []*pb.Write {
+	deltas := map[string]int64{dm.FieldCount: change}
+	for choice, n := range changes {
+		deltas[dm.FieldCountOf(choice)] = n
+	}
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
@@ -146,7 +153,7 @@ func (s *Store) windowWrites(c counter.Counter, change int64, peaks map[windows.
 				mask = append(mask, dm.FieldGross) // deleted: it is in the peak
 			}
 		}
-		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), map[string]int64{dm.FieldCount: change})
+		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), deltas)
 		w.GetUpdate().Fields = fields
 		w.UpdateMask.FieldPaths = mask
 		writes = append(writes, w)

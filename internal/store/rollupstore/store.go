@@ -35,10 +35,16 @@ func (s *Store) Read(ctx context.Context, id string) (counter.Counter, error) {
 	return s.counters.Live(ctx, id)
 }
 
-// Sum returns the exact value of a counter now, a SUM over its shards,
-// with the snapshot's read time.
-func (s *Store) Sum(ctx context.Context, id string) (int64, time.Time, error) {
-	return s.counters.Sum(ctx, id, time.Time{})
+// Sum returns the exact value of counter c now, a SUM over its shards
+// (and of a choice counter each choice's, at the same read time), with
+// the snapshot's read time.
+func (s *Store) Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
+	total, at, err := s.counters.Sum(ctx, c.ID, time.Time{})
+	sums := counter.Sums{Count: total}
+	if err == nil && c.Choices != nil {
+		sums.Counts, err = s.counters.SumCounts(ctx, c, at)
+	}
+	return sums, at, err
 }
 
 // MemberCount returns how many members unique counter id had at read time

@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -29,10 +30,10 @@ func (s *Store) HistoryQuery(id string, g windows.Granularity, first, last time.
 		OrderBy(dm.FieldStart, firestore.Asc)
 }
 
-// History returns counter id's count in each bucket of g starting at
+// History returns counter id's tally in each bucket of g starting at
 // starts (consecutive, oldest first); a bucket never written counts 0.
 // It reads only the buckets that exist: one billed read each.
-func (s *Store) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]int64, error) {
+func (s *Store) History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, error) {
 	if len(starts) == 0 {
 		return nil, nil
 	}
@@ -40,12 +41,23 @@ func (s *Store) History(ctx context.Context, id string, g windows.Granularity, s
 	if err != nil {
 		return nil, fs.Classify(err, "read the history of "+id)
 	}
-	byStart := map[time.Time]int64{}
+	byStart := map[time.Time]windows.Tally{}
 	for _, pd := range docs {
 		d := fs.DocOf(pd)
-		byStart[d.Time(dm.FieldStart).UTC()] = d.Int(dm.FieldCount)
+		t := windows.Tally{Count: d.Int(dm.FieldCount)}
+		counts := d.Map(dm.FieldCounts)
+		for _, choice := range counts.Fields() {
+			if t.Counts == nil {
+				t.Counts = map[string]int64{}
+			}
+			t.Counts[choice] = counts.Int(choice)
+		}
+		if err := d.Err(counts); err != nil {
+			return nil, errs.Wrap(errs.DataLoss, err, "a bucket of %q is malformed", id)
+		}
+		byStart[d.Time(dm.FieldStart).UTC()] = t
 	}
-	out := make([]int64, len(starts))
+	out := make([]windows.Tally, len(starts))
 	for i, st := range starts {
 		out[i] = byStart[st.UTC()]
 	}
