@@ -18,9 +18,13 @@ type Incremented struct {
 	Replayed  bool   `json:"replayed,omitempty"`
 	// Member and Changed, on a unique counter: whether the user is a
 	// member now, and whether this call made it so.
-	Member  *bool  `json:"member,omitempty"`
-	Changed *bool  `json:"changed,omitempty"`
-	Key     string `json:"-"`
+	Member  *bool `json:"member,omitempty"`
+	Changed *bool `json:"changed,omitempty"`
+	// Choice and Previous, on a choice counter: the user's choice now,
+	// and before this call ("": none).
+	Choice   *string `json:"choice,omitempty"`
+	Previous *string `json:"previous,omitempty"`
+	Key      string  `json:"-"`
 }
 
 // Increment adds delta to counter id once, however often the call is
@@ -44,12 +48,31 @@ func (c *Client) IncrementWithKey(ctx context.Context, id string, delta int64, k
 // the app's backend acting for them: account clean-up, moderation, a
 // like recorded elsewhere first. Retried with one key, it applies once.
 func (c *Client) LikeFor(ctx context.Context, id, uid string, like bool) (Incremented, error) {
-	delta, key := int64(-1), NewKey()
+	delta := int64(-1)
 	if like {
 		delta = 1
 	}
+	return c.change(ctx, map[string]any{"counter_id": id, "delta": delta, "member": uid})
+}
+
+// React sets the signed-in user's choice on choice counter id, in place
+// of any other ("" removes it). Retried with one key, it applies once.
+func (c *Client) React(ctx context.Context, id, choice string) (Incremented, error) {
+	return c.change(ctx, map[string]any{"counter_id": id, "choice": choice})
+}
+
+// ReactFor is React as the app's backend acting for user uid.
+func (c *Client) ReactFor(ctx context.Context, id, uid, choice string) (Incremented, error) {
+	return c.change(ctx, map[string]any{"counter_id": id, "choice": choice, "member": uid})
+}
+
+// change sends one change of a counter with a fresh key, the same on
+// every attempt.
+func (c *Client) change(ctx context.Context, body map[string]any) (Incremented, error) {
+	key := NewKey()
+	body["idempotency_key"] = key
 	var out Incremented
-	err := c.call(ctx, http.MethodPost, "incrementCounter", map[string]any{"counter_id": id, "delta": delta, "member": uid, "idempotency_key": key}, &out, true)
+	err := c.call(ctx, http.MethodPost, "incrementCounter", body, &out, true)
 	out.Key = key
 	return out, err
 }
@@ -135,6 +158,10 @@ type Counter struct {
 	AsOf      string `json:"as_of"`
 	NumShards int    `json:"num_shards"`
 	Unique    bool   `json:"unique,omitempty"`
+	// Counts are a choice counter's members by choice; Choice the
+	// caller's own.
+	Counts map[string]int64 `json:"counts,omitempty"`
+	Choice *string          `json:"choice,omitempty"`
 }
 
 // Get reads counter id: the roll-up's total, or with strong its exact

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { signInAnonymously } from "firebase/auth";
 import { shardcount } from "shardcount-client";
 import { env, connect } from "./connect.mjs";
-import { like, unlike, view, showPost, trending } from "./app.mjs";
+import { like, unlike, view, react, showPost, showReactions, trending } from "./app.mjs";
 
 const users = 20;
 const seed = Number(env("SEED"));
@@ -26,17 +26,21 @@ function generator(a) {
   };
 }
 const posts = env("POSTS").split(",");
+const choices = ["like", "love", "haha", "wow", "sad", "angry"]; // the guide's reactions kind
 
 // user opens an app of its own: one device, one Firebase app instance.
 async function user(i) {
   const { auth, db, functions } = connect(`user-${i}`);
   const { user } = await signInAnonymously(auth);
-  return { sc: shardcount({ functions, firestore: db }), uid: user.uid, shown: {}, liked: new Set() };
+  return { sc: shardcount({ functions, firestore: db }), uid: user.uid, shown: {}, liked: new Set(), reacted: {}, mine: {} };
 }
 const people = await Promise.all([...Array(users).keys()].map(user));
 
 // Every user opens the feed: every post's heart and count, live.
-const stops = people.flatMap((p) => posts.map((post) => showPost(p.sc, p.uid, post, (s) => { p.shown[post] = { ...s }; })));
+const stops = people.flatMap((p) => posts.flatMap((post) => [
+  showPost(p.sc, p.uid, post, (s) => { p.shown[post] = { ...s }; }),
+  showReactions(p.sc, p.uid, post, (s) => { p.mine[post] = { ...s }; }),
+]));
 
 // A user's session: views each post, then presses hearts, by a plan of
 // its own (the seed and the user's number), whatever the others do. Each
@@ -56,6 +60,16 @@ async function session(p, i) {
     }
     if (was) p.liked.delete(post);
     else p.liked.add(post);
+  }
+  // Reactions: each press replaces the user's reaction on the post, or
+  // takes it back; the answer says what it was before.
+  for (let step = 0; step < 6; step++) {
+    const post = posts[Math.floor(random() * posts.length)];
+    const choice = random() < 0.2 ? "" : choices[Math.floor(random() * choices.length)];
+    const out = await react(p.sc, post, choice);
+    const was = p.reacted[post] ?? "";
+    assert.deepEqual([out.choice, out.previous, out.changed], [choice, was, choice !== was], `${p.uid} reacts ${choice} on ${post}`);
+    p.reacted[post] = choice;
   }
 }
 await Promise.all(people.map((p, i) => session(p, i)));
@@ -97,6 +111,29 @@ for (const { p, post } of wrong) {
   console.log(`listener wrong: ${JSON.stringify({ uid: p.uid, post, shown: p.shown[post]?.liked, liked: member })}`);
 }
 console.log(`hearts: ${users * posts.length - wrong.length} of ${users * posts.length} right`);
+
+// Reactions: each post's counts, on every screen, are the users' last
+// presses; each user's own reaction is their last press (a listener the
+// emulator leaves wrong is checked against the function's answer).
+const reactions = Object.fromEntries(posts.map((post) => [post,
+  Object.fromEntries(choices.map((c) => [c, people.filter((p) => p.reacted[post] === c).length]))]));
+await until("reaction counts on screen", () => {
+  for (const p of people) {
+    for (const post of posts) {
+      const shown = p.mine[post]?.counts ?? {};
+      if (choices.some((c) => (shown[c] ?? 0) !== reactions[post][c])) return `${p.uid} sees ${JSON.stringify(shown)} on ${post}, want ${JSON.stringify(reactions[post])}`;
+    }
+  }
+});
+console.log(`reaction counts: ${users * posts.length} of ${users * posts.length} right`);
+const wrongMine = () => people.flatMap((p) => posts.filter((post) => (p.mine[post]?.mine ?? "") !== (p.reacted[post] ?? "")).map((post) => ({ p, post })));
+for (let waited = 0; wrongMine().length && waited < 10_000; waited += 250) await new Promise((resolve) => setTimeout(resolve, 250));
+for (const { p, post } of wrongMine()) {
+  const { choice } = await p.sc.call("getCounter", { counter_id: `reactions:${post}`, consistency: "strong" });
+  assert.equal(choice, p.reacted[post] ?? "", `the function's answer of ${p.uid}'s reaction on ${post}`);
+  console.log(`reaction listener wrong: ${p.uid} on ${post}`);
+}
+console.log(`reactions: ${users * posts.length - wrongMine().length} of ${users * posts.length} right`);
 
 const ranked = posts.filter((post) => likes[post] > 0);
 await until("trending", async () => {

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	firebase "firebase.google.com/go/v4"
+
+	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -210,5 +213,32 @@ func TestReactionsOfAnErasedUserGo(t *testing.T) {
 	call(t, backend, "GET", "getCounter", "?consistency=strong&counter_id="+id).Decode(t, &got)
 	if got.Count != 0 || got.Counts["sad"] != 0 {
 		t.Errorf("after jay's erasure: %+v, want none", got)
+	}
+}
+
+// TestTheGoClientReacts: a user's reaction through the Go client, then
+// the backend's for them.
+func TestTheGoClientReacts(t *testing.T) {
+	ctx := context.Background()
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authClient, err := app.Auth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, uid := "reactions:go-"+run, "kim-"+run
+	testenv.CreateUser(t, project, uid)
+	kim, backend := client.New(base, "demo-api-key", uid, authClient), client.New(base, "demo-api-key", "backend-go-r-"+run, authClient)
+	if r, err := kim.React(ctx, id, "wow"); err != nil || r.Choice == nil || *r.Choice != "wow" || *r.Previous != "" {
+		t.Fatalf("kim reacts: %+v, %v", r, err)
+	}
+	if r, err := backend.ReactFor(ctx, id, uid, "love"); err != nil || *r.Choice != "love" || *r.Previous != "wow" {
+		t.Fatalf("the backend switches kim: %+v, %v", r, err)
+	}
+	got, err := kim.Get(ctx, id, true)
+	if err != nil || got.Count != 1 || got.Counts["love"] != 1 || got.Counts["wow"] != 0 || got.Choice == nil || *got.Choice != "love" {
+		t.Errorf("kim reads %+v, %v; want 1, love", got, err)
 	}
 }

@@ -14,11 +14,13 @@
 //   await sc.like("likes:post-1");
 //   sc.watchCount("likes:post-1", ({ count }) => render(count));
 //   sc.watchLiked("likes:post-1", uid, (liked) => heart(liked));
+//   await sc.react("reactions:post-1", "love");
+//   sc.watchCounts("reactions:post-1", ({ counts }) => render(counts));
 
 import { httpsCallable, type Functions, type FunctionsError } from "firebase/functions";
 import {
   collectionGroup, doc, getDocs, limit, onSnapshot, orderBy, query, startAfter, where,
-  type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
+  type DocumentData, type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
 } from "firebase/firestore";
 
 export interface ShardcountOptions {
@@ -56,6 +58,27 @@ export interface Like {
   replayed: boolean;
   /** The idempotency key it was sent with. */
   key: string;
+}
+
+/**
+ * A reaction's answer (a choice kind's counter). Draw the user's reaction
+ * from watchReaction, for the reason Like gives.
+ */
+export interface Reaction {
+  counterId: string;
+  /** The user's choice after this call, and before it ("": none). */
+  choice: string;
+  previous: string;
+  changed: boolean;
+  replayed: boolean;
+  /** The idempotency key it was sent with. */
+  key: string;
+}
+
+/** A choice counter as its document says, live: count is the people with a choice. */
+export interface CountsSnapshot extends CountSnapshot {
+  /** Each choice's count; {} before the counter's first roll-up. */
+  counts: Record<string, number>;
 }
 
 /** A counter as its document says, live. */
@@ -102,10 +125,16 @@ export interface Shardcount {
   toggle(counterId: string, liked: boolean, options?: { key?: string }): Promise<Like>;
   watchCount(counterId: string, onCount: (c: CountSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   watchLiked(counterId: string, uid: string, onLiked: (liked: boolean) => void, onError?: (e: Error) => void): Unsubscribe;
+  /** Sets the user's choice on a choice kind's counter, in place of any other; "" removes it. */
+  react(counterId: string, choice: string, options?: { key?: string }): Promise<Reaction>;
+  /** The user's choice, live: "" when they have none. uid: the signed-in user (the rules allow no other). */
+  watchReaction(counterId: string, uid: string, onChoice: (choice: string) => void, onError?: (e: Error) => void): Unsubscribe;
+  /** A choice counter's count and counts, live. */
+  watchCounts(counterId: string, onCounts: (c: CountsSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   /** The counters of kind that user uid (the signed-in user: the rules allow no other) is a member of, newest first. */
   myLikes(kind: string, uid: string, options?: { limit?: number; after?: Liked }): Promise<Liked[]>;
   history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number }[]>;
-  top(window: Window, options?: { kind?: string; limit?: number; previous?: boolean }): Promise<Ranking>;
+  top(window: Window, options?: { kind?: string; limit?: number; previous?: boolean; choice?: string }): Promise<Ranking>;
   /** Any function, with the same retry rule. */
   call<T>(name: string, data: object): Promise<T>;
 }
@@ -168,18 +197,40 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     }
   }
 
-  async function change(counterId: string, delta: number, key: string = newKey()): Promise<Like & Increment> {
-    // One key for every attempt of this change.
+  type Changed = { delta: number; replayed?: boolean; member?: boolean; changed?: boolean; choice?: string; previous?: string };
+
+  // keyedChange sends one change of a counter (a delta, or a choice) with
+  // one key for every attempt; a failure carries the key.
+  async function keyedChange(counterId: string, what: { delta: number } | { choice: string }, key: string): Promise<Changed> {
     try {
-      const out = await call<{ delta: number; replayed?: boolean; member?: boolean; changed?: boolean }>(
-        "incrementCounter",
-        { counter_id: counterId, delta, idempotency_key: key },
-        true,
-      );
-      return { counterId, delta: out.delta, replayed: !!out.replayed, member: !!out.member, changed: !!out.changed, key };
+      return await call<Changed>("incrementCounter", { counter_id: counterId, ...what, idempotency_key: key }, true);
     } catch (err) {
       throw Object.assign(err as FunctionsError, { key }) as ChangeError;
     }
+  }
+
+  async function change(counterId: string, delta: number, key: string = newKey()): Promise<Like & Increment> {
+    const out = await keyedChange(counterId, { delta }, key);
+    return { counterId, delta: out.delta, replayed: !!out.replayed, member: !!out.member, changed: !!out.changed, key };
+  }
+
+  async function react(counterId: string, choice: string, key: string = newKey()): Promise<Reaction> {
+    const out = await keyedChange(counterId, { choice }, key);
+    return { counterId, choice: out.choice ?? "", previous: out.previous ?? "", changed: !!out.changed, replayed: !!out.replayed, key };
+  }
+
+  // counterOf reads a counter document's snapshot as the client shows it.
+  function counterOf(data: DocumentData | undefined, exists: boolean): CountsSnapshot {
+    const deleted = data?.deleted === true;
+    const counts: Record<string, number> = {};
+    for (const [choice, n] of Object.entries(deleted ? {} : (data?.counts ?? {}))) counts[choice] = Number(n);
+    return {
+      count: deleted ? 0 : Number(data?.count ?? 0),
+      counts,
+      asOf: rolledUp(data?.rollup_as_of?.toDate?.()),
+      exists: exists && !deleted,
+      deleted,
+    };
   }
 
   return {
@@ -189,23 +240,20 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     unlike: (counterId, options = {}) => change(counterId, -1, options.key),
     toggle: (counterId, liked, options = {}) => change(counterId, liked ? -1 : 1, options.key),
     watchCount(counterId, onCount, onError) {
-      return onSnapshot(
-        doc(firestore, "counters", counterId),
-        (snap) => {
-          const data = snap.data();
-          const deleted = data?.deleted === true;
-          onCount({
-            count: deleted ? 0 : Number(data?.count ?? 0),
-            asOf: rolledUp(data?.rollup_as_of?.toDate?.()),
-            exists: snap.exists() && !deleted,
-            deleted,
-          });
-        },
-        onError,
-      );
+      return onSnapshot(doc(firestore, "counters", counterId), (snap) => {
+        const { counts: _, ...c } = counterOf(snap.data(), snap.exists());
+        onCount(c);
+      }, onError);
+    },
+    watchCounts(counterId, onCounts, onError) {
+      return onSnapshot(doc(firestore, "counters", counterId), (snap) => onCounts(counterOf(snap.data(), snap.exists())), onError);
     },
     watchLiked(counterId, uid, onLiked, onError) {
       return onSnapshot(doc(firestore, "counters", counterId, "members", uid), (snap) => onLiked(snap.exists()), onError);
+    },
+    react: (counterId, choice, options = {}) => react(counterId, choice, options.key),
+    watchReaction(counterId, uid, onChoice, onError) {
+      return onSnapshot(doc(firestore, "counters", counterId, "members", uid), (snap) => onChoice(String(snap.get("choice") ?? "")), onError);
     },
     async myLikes(kind, uid, options = {}) {
       const page = await getDocs(query(collectionGroup(firestore, "members"),
