@@ -53,3 +53,64 @@ func kindRankings(t *testing.T, run int64) {
 		t.Errorf("a kind COUNTER_KINDS does not declare: %s", r)
 	}
 }
+
+// choiceRankings: a choice kind's counters rank by their count of one
+// choice (?choice=), in every window, after users switched: a switch moves
+// one from a choice's buckets and total to another's.
+func choiceRankings(t *testing.T, run int64) {
+	a, b, c := fmt.Sprintf("reactions:a-%d", run), fmt.Sprintf("reactions:b-%d", run), fmt.Sprintf("reactions:c-%d", run)
+	react := func(id, uid, choice string) {
+		body := fmt.Sprintf(`{"counter_id":%q,"choice":%q,"member":"%s-%d"}`, id, choice, uid, run)
+		if r := do(t, "POST", "incrementCounter", body); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	for _, r := range [][3]string{
+		{a, "u1", "love"}, {a, "u2", "love"}, {a, "u3", "love"}, {a, "u4", "wow"},
+		{b, "u1", "wow"}, {b, "u2", "wow"}, {b, "u3", "love"}, {b, "u3", "wow"}, {b, "u4", "love"},
+		{c, "u1", "love"}, {c, "u2", "love"}, {c, "u2", "wow"}, {c, "u3", "sad"}, {c, "u3", ""},
+	} {
+		react(r[0], r[1], r[2])
+	}
+	want := map[string][]string{
+		"":     {a + "=4", b + "=4", c + "=2"},
+		"love": {a + "=3", b + "=1", c + "=1"},
+		"wow":  {b + "=3", a + "=1", c + "=1"},
+		"sad":  nil, // one came and went
+	}
+	for _, window := range []string{"hour", "day", "last_hour", "last_day", "all"} {
+		for choice, ids := range want {
+			query := fmt.Sprintf("window=%s&kind=reactions&limit=10", window)
+			if choice != "" {
+				query += "&choice=" + choice
+			}
+			var rk ranking
+			ok := waitFor(t, 2*cadence+2*time.Second, func() bool {
+				rk = top(t, query)
+				var got []string
+				for _, c := range rk.Counters {
+					got = append(got, fmt.Sprint(c.CounterID, "=", c.Count))
+				}
+				return slices.Equal(got, ids)
+			})
+			if !ok {
+				t.Errorf("topCounters?%s = %s, want %v", query, rk, ids)
+			}
+		}
+	}
+	var h struct {
+		History []struct {
+			Count  int64
+			Counts map[string]int64
+		}
+	}
+	do(t, "GET", "getCounter?history=hour&counter_id="+b, "").Decode(t, &h)
+	if last := h.History[len(h.History)-1]; last.Count != 4 || last.Counts["wow"] != 3 || last.Counts["love"] != 1 {
+		t.Errorf("b's history this hour: %+v, want 4 people, 3 wow and 1 love", last)
+	}
+	for _, q := range []string{"window=hour&kind=reactions&choice=meh", "window=hour&kind=likes&choice=love", "window=hour&choice=love"} {
+		if r := do(t, "GET", "topCounters?"+q, ""); r.Status != http.StatusBadRequest {
+			t.Errorf("topCounters?%s: %s, want 400", q, r)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		"AUTH":                    "off",
 		"ROLLUP_CADENCE":          cadence.String(),
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
-		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}}`,
+		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["love", "wow", "sad"]}}`,
 		"LOG_LEVEL":               "warn",
 	})
 	os.Exit(m.Run())
@@ -306,4 +306,5 @@ func TestWindows(t *testing.T) {
 	})
 
 	t.Run("rankings by kind, calendar and rolling", func(t *testing.T) { kindRankings(t, run) })
+	t.Run("rankings of one choice", func(t *testing.T) { choiceRankings(t, run) })
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -35,14 +36,17 @@ type TopCountersRequest struct {
 	Window   *string `json:"window"`
 	Limit    *int64  `json:"limit"`
 	Previous *bool   `json:"previous"`
-	// Kind ranks the counters of one kind (COUNTER_KINDS) only.
-	Kind *string `json:"kind"`
+	// Kind ranks the counters of one kind (COUNTER_KINDS) only, and
+	// Choice (of a choice kind) by the count of that choice.
+	Kind   *string `json:"kind"`
+	Choice *string `json:"choice"`
 }
 
 // TopCountersResponse ranks counters, highest count first, ties by id.
 type TopCountersResponse struct {
 	Window string `json:"window"`
 	Kind   string `json:"kind,omitempty"`
+	Choice string `json:"choice,omitempty"`
 	// Start is the start of the window ranked (absent for all).
 	Start    string          `json:"start,omitempty"`
 	Counters []RankedCounter `json:"counters"`
@@ -66,12 +70,16 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 	if err != nil {
 		return TopCountersResponse{}, err
 	}
-	kind := deref(body.Kind)
-	if _, ok := core.cfg.Kinds[kind]; kind != "" && !ok {
+	kind, choice := deref(body.Kind), deref(body.Choice)
+	declared, ok := core.cfg.Kinds[kind]
+	switch {
+	case kind != "" && !ok:
 		return TopCountersResponse{}, errs.Invalid("kind", "%q is not a kind of COUNTER_KINDS", kind)
+	case body.Choice != nil && !slices.Contains(declared.Choices, choice):
+		return TopCountersResponse{}, errs.Invalid("choice", "%q is not a choice of kind %q (choice goes with a kind of choices)", choice, kind)
 	}
 	window := deref(body.Window)
-	resp := TopCountersResponse{Window: window, Kind: kind}
+	resp := TopCountersResponse{Window: window, Kind: kind, Choice: choice}
 	now := time.Now()
 	var g windows.Granularity
 	var start time.Time
@@ -90,8 +98,8 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		start = windows.Window(g, now, body.Previous != nil && *body.Previous)
 		resp.Start = start.Format(time.RFC3339)
 	}
-	if window != "all" && core.cfg.Windows == nil {
-		return TopCountersResponse{}, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off); window=all ranks by total")
+	if (window != "all" || choice != "") && core.cfg.Windows == nil {
+		return TopCountersResponse{}, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off), nor a choice's totals; window=all ranks by total")
 	}
 	var ranked []windows.Ranked
 	if isRolling {
@@ -100,7 +108,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		}
 		resp.Start = rolling.From(now).Format(time.RFC3339)
 		var exact bool
-		if ranked, exact, err = core.rollingTop(ctx, caller, rolling, now, limit, kind); err != nil {
+		if ranked, exact, err = core.rollingTop(ctx, caller, rolling.Of(choice), now, limit, kind); err != nil {
 			return TopCountersResponse{}, err
 		}
 		resp.Exact = &exact
@@ -108,7 +116,10 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		if err := core.allow(ctx, caller, ratelimit.Top, 1); err != nil {
 			return TopCountersResponse{}, err
 		}
-		if ranked, err = core.windows.Top(ctx, g, start, limit, kind); err != nil {
+		if window == "all" && choice != "" {
+			g, start = windows.AllTime, windows.AllTimeStart // a choice's total is a bucket of its own
+		}
+		if ranked, err = core.windows.Top(ctx, g.Of(choice), start, limit, kind); err != nil {
 			return TopCountersResponse{}, err
 		}
 	}

@@ -58,15 +58,19 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top by total":         windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
 		"top of a kind":        windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total": windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
-		"top by gross":         windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
-		"top of a kind, gross": windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
-		"a rolling window":     windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
-		"a user's likes":       counters.LikedByQuery("u1", 20),
-		"a user's memberships": counters.MembershipsQuery("u1", counter.Membership{}, 100),
-		"memberships, after":   counters.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
-		"a counter's members":  counters.MembersQuery("likes:p1", "u1", 20),
-		"markers, first":       rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
-		"markers, after":       rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
+		// A choice's buckets are of a granularity of their own: the same indexes.
+		"top of a choice":         windowStore.TopQuery(windows.Hour.Of("love"), windows.Hour.Start(now), 10, "reactions", windowstore.ByCount),
+		"top of a choice, total":  windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),
+		"top of a choice by peak": windowStore.TopQuery(windows.Day.Of("love"), windows.Day.Start(now), 10, "reactions", windowstore.ByPeak(3)),
+		"top by gross":            windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
+		"top of a kind, gross":    windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
+		"a rolling window":        windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
+		"a user's likes":          counters.LikedByQuery("u1", 20),
+		"a user's memberships":    counters.MembershipsQuery("u1", counter.Membership{}, 100),
+		"memberships, after":      counters.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
+		"a counter's members":     counters.MembersQuery("likes:p1", "u1", 20),
+		"markers, first":          rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
+		"markers, after":          rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
 	})
 	for name, q := range queries {
 		shape, err := indexcheck.ShapeOf(q)

@@ -12,6 +12,7 @@
 package windows
 
 import (
+	"strings"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -29,6 +30,36 @@ const (
 // All lists the granularities, shortest first.
 var All = []Granularity{Minute, Hour, Day}
 
+// AllTime is the granularity of a choice's total, one bucket starting at
+// AllTimeStart that never expires: rankings of a choice by total read it
+// (Of).
+const AllTime Granularity = "all"
+
+// AllTimeStart is the start of the AllTime bucket.
+var AllTimeStart = time.Unix(0, 0).UTC()
+
+// Of is the granularity of one choice's buckets of a choice counter
+// ("hour:love"), which the roll-up keeps beside the counter's own so that
+// rankings of one choice are the same queries as any ranking; g for "".
+func (g Granularity) Of(choice string) Granularity {
+	if choice == "" {
+		return g
+	}
+	return g + ":" + Granularity(choice)
+}
+
+// base is the granularity of a choice's buckets' length.
+func (g Granularity) base() Granularity {
+	b, _, _ := strings.Cut(string(g), ":")
+	return Granularity(b)
+}
+
+// Of is the rolling window of one choice's buckets.
+func (r Rolling) Of(choice string) Rolling {
+	r.Sum, r.List = r.Sum.Of(choice), r.List.Of(choice)
+	return r
+}
+
 // Parse reads a granularity named by the request field or parameter field.
 func Parse(field, s string) (Granularity, error) {
 	for _, g := range All {
@@ -41,7 +72,7 @@ func Parse(field, s string) (Granularity, error) {
 
 // Length returns the bucket's length.
 func (g Granularity) Length() time.Duration {
-	switch g {
+	switch g.base() {
 	case Minute:
 		return time.Minute
 	case Hour:
@@ -79,7 +110,7 @@ var DefaultRetention = Retention{Minute: 48 * time.Hour, Hour: 35 * 24 * time.Ho
 
 // ExpireAt is when the bucket starting at start may be deleted.
 func (r Retention) ExpireAt(g Granularity, start time.Time) time.Time {
-	return start.Add(g.Length() + r[g])
+	return start.Add(g.Length() + r[g.base()])
 }
 
 // MaxBuckets bounds one history read.

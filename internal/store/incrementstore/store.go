@@ -168,7 +168,9 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	writes, marks := s.writes(b, plan, guard, trace.SpanContextFromContext(ctx))
 	start := s.counters.Now()
 	resp, err := s.db.Commit(ctx, writes...)
-	if plan.Net != 0 || !b.Counter.Unique {
+	if plan.WriteShard {
+		// A commit that writes the shard (a switch of choices too) tells
+		// of its contention.
 		s.noteContention(id, s.counters.Now().Sub(start), err)
 	}
 	switch fs.Code(err) {

@@ -44,14 +44,19 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		fields[dm.FieldNumShards] = fs.IntValue(int64(c.NumShards))
 		fields[dm.FieldReshard] = counterstore.ReshardValue(c.Reshard)
 	}
-	var peaks map[windows.Granularity]windows.Peak
+	var peaks, choicePeaks map[windows.Granularity]windows.Peak
 	upgrade := c.Peaks == nil // the first roll-up since peaks are kept
-	if r.Change != 0 && s.windows != nil {
-		var err error
-		if peaks, err = s.peaks(ctx, c, r.Change); err != nil {
-			return time.Time{}, false, err
+	if (r.Change != 0 || r.Changes != nil) && s.windows != nil {
+		next := maps.Clone(c.Peaks)
+		if r.Change != 0 {
+			var err error
+			if peaks, err = s.peaks(ctx, c, r.Change); err != nil {
+				return time.Time{}, false, err
+			}
+			next = merged(next, peaks)
 		}
-		fields[dm.FieldPeaks] = counterstore.PeaksValue(peaks)
+		choicePeaks = choicesPeaks(c, r.Changes)
+		fields[dm.FieldPeaks] = counterstore.PeaksValue(merged(next, choicePeaks))
 	}
 	// activity_as_of is in the mask always: without automatic sharding it
 	// is deleted, so a later switch to on starts from a new baseline.
@@ -66,6 +71,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	writes := []*pb.Write{w}
 	if (r.Change != 0 || r.Changes != nil) && s.windows != nil {
 		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
+		writes = append(writes, s.choiceWrites(c, r.Changes, choicePeaks)...)
 	}
 	if r.Correct != 0 {
 		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
@@ -120,8 +126,8 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 
 // windowWrites adds change to counter c's bucket of each granularity
 // holding c.AsOf (and a choice counter's changes to its counts),
-// creating it when missing, and sets the listed ones' peak; each bucket also says whether rankings may show it, as its
-// counter does now. On the upgrade, a bucket's gross, just read into its
+// creating it when missing, and sets the listed ones' peak; each bucket
+// also says whether rankings may show it, as its counter does now. On the upgrade, a bucket's gross, just read into its
 // peak, is dropped; otherwise a gross is left alone: the code of before
 // (a rolling deploy, a redelivered event) may still add to it, and a
 // ranking bounds the bucket by its peak and gross together.
@@ -133,30 +139,17 @@ func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
-		fields := map[string]*pb.Value{
-			dm.FieldCounterID:   fs.StringValue(c.ID),
-			dm.FieldGranularity: fs.StringValue(string(g)),
-			dm.FieldStart:       fs.TimeValue(start),
-			dm.FieldExpireAt:    fs.TimeValue(s.windows.ExpireAt(g, start)),
-			dm.FieldRanked:      fs.BoolValue(c.Ranked),
-		}
-		if c.Kind != "" {
-			fields[dm.FieldKind] = fs.StringValue(c.Kind)
-		}
-		mask := slices.Sorted(maps.Keys(fields))
+		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.windows.ExpireAt(g, start))}
+		var deleted []string
 		if p, ok := peaks[g]; ok {
 			for s, v := range p.Values {
 				fields[dm.FieldPeak(s)] = fs.IntValue(v)
-				mask = append(mask, dm.FieldPeak(s))
 			}
 			if upgrade {
-				mask = append(mask, dm.FieldGross) // deleted: it is in the peak
+				deleted = append(deleted, dm.FieldGross) // it is in the peak
 			}
 		}
-		w := fs.IncrementWrite(s.db.Name(dm.Bucket(c.ID, g, start)), deltas)
-		w.GetUpdate().Fields = fields
-		w.UpdateMask.FieldPaths = mask
-		writes = append(writes, w)
+		writes = append(writes, s.bucketWrite(c, g, start, deltas, fields, deleted...))
 	}
 	return writes
 }
