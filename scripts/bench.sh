@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Reproduces bench/README.md: starts a private Firestore emulator, the Auth
 # emulator and seven function servers, runs `loadgen suite` (functions with
-# and without group commit against the raw emulator, likes against raw
-# transactions, one instance against two, windows on and off, in one run),
+# and without group commit against the raw emulator, likes and reactions
+# against raw transactions, one instance against two, windows on and off,
+# in one run),
 # and rewrites the results in bench/README.md, bench/results.json,
 # bench/increments.svg and bench/groupcommit.svg. Extra arguments go to
 # loadgen (e.g. -d 10s for longer runs, the default being 5s per
 # measurement; -soak 0 skips the 3-minute soak; -million 0 skips the
-# many counters: 200,000 by default, -million 1000000 for a million). About 30 minutes.
+# many counters: 200,000 by default, -million 1000000 for a million;
+# -only reactions -rounds 1 runs the reactions alone and prints their
+# table, writing no results). About 30 minutes.
 #
 # The write-throughput runs use a project with no roll-up trigger, in every
 # mode, so they compare the same work: the emulator delivers trigger events
@@ -31,7 +34,8 @@ fs_port=$(sc_free_port)
 trigger_port=$(sc_free_port)
 sc_start_firestore "$fs_port" "$tmp/firestore.log" --functions_emulator="127.0.0.1:$trigger_port"
 export FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs_port
-# The likes sign users up here: its tokens are for the writes project.
+# The likes and reactions sign users up here: its tokens are for the
+# writes project.
 auth_port=$(sc_free_port)
 mkdir -p "$tmp/auth"
 PROJECT_ID=demo-bench-writes sc_start_auth "$auth_port" "$tmp/auth"
@@ -45,7 +49,7 @@ url() { echo "http://127.0.0.1:$1"; }
 # Functions as deployed, minus authentication (AUTH=off; a token that is
 # sent is still checked, which the likes need).
 common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST" "FIREBASE_AUTH_EMULATOR_HOST=$FIREBASE_AUTH_EMULATOR_HOST" SHARD_COUNT_CACHE=2s
-  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}}')
+  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"], "num_shards": 10}}')
 sc_start on "$tmp/on.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on"
 sc_start on2 "$tmp/on2.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on2"
 sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=off "$tmp/devserver" -port "$off"

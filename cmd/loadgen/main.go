@@ -3,6 +3,7 @@
 //
 //	loadgen [flags] hot|spread|mixed|lag|soak|instruments
 //	loadgen [flags] suite      # the tables of bench/README.md (scripts/bench.sh)
+//	loadgen [flags] -only reactions suite  # one part of it, printed
 //	loadgen -out bench render  # rewrite them from bench/results.json, measuring nothing
 //
 // Scenarios:
@@ -15,6 +16,8 @@
 //	             roll-up's catch-up time; samples the server's memory
 //	instruments  recordInstruments and queryInstruments (-read-ratio queries)
 //	likes        -users users like and unlike one unique counter at random
+//	reactions    -users users switch their reaction on one choice counter
+//	             (the kind "reactions" of COUNTER_KINDS) at random
 //
 // -url takes several servers, comma-separated: each request goes to one of
 // them, as a deployment spreads requests over its instances. With
@@ -50,6 +53,7 @@ import (
 
 	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/instrumentload"
 	"github.com/shardcount/shardcount/internal/loadtest/report"
 )
 
@@ -66,7 +70,8 @@ type flags struct {
 	secondURL, rollupTwoURLs, noWindowsURL       string
 	rollupProject                                string
 	soak, cacheWait                              time.Duration
-	million                                      int
+	million, rounds                              int
+	only                                         string
 	millionURL, millionTouchURL, millionProject  string
 	otelURL                                      string
 }
@@ -98,6 +103,8 @@ func main() {
 	flag.StringVar(&f.rollupTwoURLs, "rollup-urls-two", "", "suite: two function servers, comma-separated, whose roll-up events are spread over both (empty: skip)")
 	flag.StringVar(&f.noWindowsURL, "rollup-url-no-windows", "", "suite: functions with WINDOWS=off and the roll-up trigger (empty: skip)")
 	flag.StringVar(&f.rollupProject, "rollup-project", "", "suite: emulator project of -rollup-url, where rankings and histories are timed")
+	flag.IntVar(&f.rounds, "rounds", 3, "suite: runs of each mode per measurement, alternating, the median kept")
+	flag.StringVar(&f.only, "only", "", "suite: run one part alone and print its table, writing no results: reactions")
 	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
 	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
 	flag.IntVar(&f.million, "million", 200_000, "million, suite: counters bulk-created for the scale benchmark (0.1% of them active); at 1000000 the emulator on a 2-core machine answers commits in over 10 s (bench/README.md)")
@@ -106,7 +113,7 @@ func main() {
 	flag.StringVar(&f.millionProject, "million-project", "demo-bench-million", "million, suite: emulator project of the scale benchmark")
 	flag.StringVar(&f.otelURL, "url-otel", "", "overhead: functions with telemetry on (-url: with it off)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|million|overhead|suite")
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|reactions|million|overhead|suite")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -196,6 +203,8 @@ func run(ctx context.Context, f flags, scenario string) error {
 		if err == nil && !r.Check.Exact {
 			err = errors.New("the likes are NOT exact")
 		}
+	case "reactions":
+		result, err = reactionsScenario(ctx, f, opts, fns, counters)
 	case "hot", "spread", "mixed":
 		spec := loadtest.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
 		if scenario == "spread" {
@@ -221,7 +230,7 @@ func run(ctx context.Context, f flags, scenario string) error {
 		fmt.Printf("server memory (MiB, every %.0f s): %.1f\n", r.RSSEvery, r.RSSMiB)
 		result = r
 	case "instruments":
-		r := loadtest.InstrumentsMix(ctx, fns, opts, f.readRatio)
+		r := instrumentload.InstrumentsMix(ctx, fns, opts, f.readRatio)
 		printReport(os.Stdout, r)
 		result = r
 	default:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/instrumentload"
 	"github.com/shardcount/shardcount/internal/loadtest/report"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
@@ -35,11 +36,17 @@ const (
 // compares numbers taken minutes apart on the same machine: for each shard
 // count and concurrency, the modes alternate.
 func suite(ctx context.Context, f flags, opts loadtest.Options) error {
-	rawProject := f.rawProject
-	if rawProject == "" {
-		rawProject = f.project + "-raw"
+	if f.rounds < 1 {
+		return fmt.Errorf("-rounds %d: at least one run of each mode", f.rounds)
 	}
-	raw, err := rawClient(ctx, rawProject)
+	switch f.only {
+	case "":
+	case "reactions":
+		return reactionsOnly(ctx, f, opts)
+	default:
+		return fmt.Errorf("-only %q: the suite has one part that runs alone, reactions", f.only)
+	}
+	raw, err := rawClient(ctx, f.suiteRawProject())
 	if err != nil {
 		return err
 	}
@@ -61,7 +68,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		Command:    "scripts/bench.sh" + suiteArgs(f),
 		Machine:    machine(),
 		RunSeconds: f.duration.Seconds(),
-		Rounds:     3,
+		Rounds:     f.rounds,
 		CadenceS:   1,
 	}
 	step := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "== "+format+"\n", args...) }
@@ -192,7 +199,7 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		if err != nil {
 			return err
 		}
-		q, err := loadtest.QueryLatency(ctx, instrumentstore.New(db, shards, []byte("bench")), shards, 2000, 30)
+		q, err := instrumentload.QueryLatency(ctx, instrumentstore.New(db, shards, []byte("bench")), shards, 2000, 30)
 		db.Close()
 		if err != nil {
 			return err
@@ -202,6 +209,9 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 
 	return writeSuite(f.out, &s)
 }
+
+// suiteRawProject is the emulator project of the raw baseline.
+func (f flags) suiteRawProject() string { return cmp.Or(f.rawProject, f.project+"-raw") }
 
 func perThousand(n int) int { return (n + 999) / 1000 }
 
@@ -221,6 +231,9 @@ func suiteArgs(f flags) string {
 	var args string
 	if f.duration != 5*time.Second {
 		args += " -d " + f.duration.String()
+	}
+	if f.rounds != 3 {
+		args += fmt.Sprintf(" -rounds %d", f.rounds)
 	}
 	if f.soak != 3*time.Minute {
 		args += " -soak " + f.soak.String()

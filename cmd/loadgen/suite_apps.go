@@ -11,9 +11,9 @@ import (
 	"github.com/shardcount/shardcount/internal/loadtest/report"
 )
 
-// appsSuite measures what apps count with: likes against the raw
-// transactions an app would write, one instance against two, and what the
-// time windows cost. Each part runs when its servers were given.
+// appsSuite measures what apps count with: likes and reactions against
+// the raw transactions an app would write, one instance against two, and
+// what the time windows cost. Each part runs when its servers were given.
 func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Suite,
 	writes *loadtest.Functions, raw *loadtest.Raw, rolled *loadtest.Functions, lag loadtest.LagReport) error {
 	step := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "== "+format+"\n", args...) }
@@ -29,22 +29,19 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Su
 			"functions": loadtest.NewFunctions([]string{f.url}, tokens, 64),
 			"raw":       &loadtest.RawLikes{Raw: raw, Count: users},
 		}
-		runs := map[string][]loadtest.LikesReport{}
-		for round := range s.Rounds {
-			for _, mode := range []string{"functions", "raw"} {
-				step("likes: %d users, 10 shards, concurrency 64, %s, round %d/%d, %s", users, mode, round+1, s.Rounds, f.duration)
-				o := opts
-				o.Concurrency = 64
-				r, err := loadtest.Likes(ctx, likers[mode], mode, o, 10)
-				if err != nil {
-					return err
-				}
-				printReport(os.Stderr, r.Report)
-				runs[mode] = append(runs[mode], r)
-			}
+		o := opts
+		o.Concurrency = 64
+		s.Likes, err = alternate(s.Rounds, func(mode string, round int) (loadtest.LikesReport, error) {
+			step("likes: %d users, 10 shards, concurrency 64, %s, round %d/%d, %s", users, mode, round+1, s.Rounds, f.duration)
+			r, err := loadtest.Likes(ctx, likers[mode], mode, o, 10)
+			printReport(os.Stderr, r.Report)
+			return r, err
+		}, func(r loadtest.LikesReport) loadtest.Report { return r.Report })
+		if err != nil {
+			return err
 		}
-		for _, mode := range []string{"functions", "raw"} {
-			s.Likes = append(s.Likes, medianLikes(runs[mode]))
+		if err := reactionsSuite(ctx, f, opts, s, raw, tokens); err != nil {
+			return err
 		}
 		step("likes: a post's first like, which creates its counter, against a later one")
 		fl, err := loadtest.FirstLikes(ctx, likers["functions"].(*loadtest.Functions), 500)
@@ -53,7 +50,7 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Su
 		}
 		s.FirstLike = &fl
 	} else {
-		step("likes: skipped (no FIREBASE_AUTH_EMULATOR_HOST to sign users up)")
+		step("likes and reactions: skipped (no FIREBASE_AUTH_EMULATOR_HOST to sign users up)")
 	}
 
 	if f.secondURL != "" {
@@ -107,15 +104,39 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Su
 	return err
 }
 
-// medianLikes is the run of median throughput, or one that was not exact.
-func medianLikes(runs []loadtest.LikesReport) loadtest.LikesReport {
+// alternate runs the modes functions and raw in turn, rounds times, so
+// each ratio compares runs taken seconds apart, and returns the median
+// run of each mode (see medianRun), functions first; report is a run's
+// Report.
+func alternate[R any](rounds int, run func(mode string, round int) (R, error), report func(R) loadtest.Report) ([]R, error) {
+	modes := []string{"functions", "raw"}
+	runs := map[string][]R{}
+	for round := range rounds {
+		for _, mode := range modes {
+			r, err := run(mode, round)
+			if err != nil {
+				return nil, err
+			}
+			runs[mode] = append(runs[mode], r)
+		}
+	}
+	medians := make([]R, len(modes))
+	for i, mode := range modes {
+		medians[i] = medianRun(runs[mode], report)
+	}
+	return medians, nil
+}
+
+// medianRun is the run of median throughput, or one that was not exact;
+// report is a run's Report.
+func medianRun[R any](runs []R, report func(R) loadtest.Report) R {
 	reports := make([]loadtest.Report, len(runs))
 	for i, r := range runs {
-		reports[i] = r.Report
+		reports[i] = report(r)
 	}
 	m := median(reports)
 	for _, r := range runs {
-		if r.Report.Throughput == m.Throughput && r.Report.Seconds == m.Seconds {
+		if rep := report(r); rep.Throughput == m.Throughput && rep.Seconds == m.Seconds {
 			return r
 		}
 	}

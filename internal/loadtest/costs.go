@@ -33,8 +33,8 @@ type statser interface {
 	Stats(ctx context.Context) (service.Stats, error)
 }
 
-// costOf returns the difference of two snapshots, per increment.
-func costOf(before, after service.Stats, increments int64) *Cost {
+// CostOf returns the difference of two snapshots, per increment.
+func CostOf(before, after service.Stats, increments int64) *Cost {
 	inc := func(label string) (int64, int64, int64, int64) {
 		a, b := after.Firestore[label], before.Firestore[label]
 		return a.Commits - b.Commits, a.Writes - b.Writes, a.Reads - b.Reads, a.Aggregations - b.Aggregations
@@ -50,8 +50,8 @@ func costOf(before, after service.Stats, increments int64) *Cost {
 	return c
 }
 
-// snapshot reads the server's counts when the target reports them.
-func snapshot(ctx context.Context, c any) (service.Stats, bool) {
+// Snapshot reads the server's counts when the target reports them.
+func Snapshot(ctx context.Context, c any) (service.Stats, bool) {
 	s, ok := c.(statser)
 	if !ok {
 		return service.Stats{}, false
@@ -188,7 +188,7 @@ func Reshard(ctx context.Context, f *Functions, raw *Raw, o Options, cacheWait t
 
 func readLatency(ctx context.Context, method string, shards, reps int, read func(context.Context) (int64, error)) (ReadLatency, error) {
 	var value int64
-	l, err := timed(ctx, reps, func(ctx context.Context) (err error) {
+	l, err := Timed(ctx, reps, func(ctx context.Context) (err error) {
 		value, err = read(ctx)
 		return err
 	})

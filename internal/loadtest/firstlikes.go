@@ -44,7 +44,7 @@ func FirstLikes(ctx context.Context, f *Functions, posts int) (FirstLikesReport,
 	}
 	r := FirstLikesReport{Posts: posts, Exact: true}
 	for round, per := range []*PerLike{&r.First, &r.Later} {
-		before, counted := snapshot(ctx, f)
+		before, counted := Snapshot(ctx, f)
 		var mu sync.Mutex
 		var latencies []float64
 		sem := make(chan struct{}, 8)
@@ -68,7 +68,7 @@ func FirstLikes(ctx context.Context, f *Functions, posts int) (FirstLikesReport,
 		if failed != nil {
 			return r, failed
 		}
-		after, ok := snapshot(ctx, f)
+		after, ok := Snapshot(ctx, f)
 		if !counted || !ok {
 			return r, fmt.Errorf("first likes: the servers' counts are not available")
 		}

@@ -48,44 +48,26 @@ type LikesReport struct {
 // and the member documents must equal the users whose last action was a
 // like.
 func Likes(ctx context.Context, l Liker, mode string, o Options, shards int) (LikesReport, error) {
-	id := fmt.Sprintf("load-likes-%s-%d", idSafe(mode), time.Now().UnixNano())
+	id := fmt.Sprintf("load-likes-%s-%d", IDSafe(mode), time.Now().UnixNano())
 	if err := l.CreateUnique(ctx, id, shards); err != nil {
 		return LikesReport{}, fmt.Errorf("create counter: %w", err)
 	}
 	users := l.Users()
 	o.Concurrency = min(o.Concurrency, users) // a user's actions are one worker's, in turn
 	member := make([]atomic.Bool, users)
-	next := make([]int, o.Concurrency) // each worker's next user, in its stride
+	turns := NewStrider(users, o.Concurrency)
 	var actions atomic.Int64
-	before, counted := snapshot(ctx, l)
+	before, counted := Snapshot(ctx, l)
 	stats := Run(ctx, o, func(ctx context.Context, worker int) Outcome {
-		u := worker + next[worker]*o.Concurrency
-		if u >= users {
-			next[worker], u = 0, worker
-		}
-		next[worker]++
+		u := turns.User(worker)
 		like := rand.IntN(2) == 0
-		key := fmt.Sprintf("%s-%d-%d", id, u, actions.Add(1))
-		presses := 1
-		if rand.IntN(5) == 0 {
-			presses = 2 // a double tap: the second changes nothing
-		}
-		var out Outcome
-		for range presses {
-			for attempt := 0; ; attempt++ {
-				var m bool
-				m, out = l.Like(ctx, id, u, like, key)
-				if out.OK {
-					member[u].Store(m)
-					break
-				}
-				if ctx.Err() != nil || attempt > 50 || out.Status >= 400 && out.Status < 500 && out.Status != http.StatusTooManyRequests {
-					return out // the user's state is unknown: the check will say so
-				}
+		return Tap(ctx, fmt.Sprintf("%s-%d-%d", id, u, actions.Add(1)), func(key string) Outcome {
+			m, out := l.Like(ctx, id, u, like, key)
+			if out.OK {
+				member[u].Store(m)
 			}
-			key += "-again"
-		}
-		return out
+			return out
+		})
 	})
 	r := LikesReport{Users: users, Report: Report{Scenario: "likes", Mode: mode, Concurrency: o.Concurrency, Shards: shards, Counters: 1, Stats: stats}}
 	for i := range member {
@@ -101,8 +83,8 @@ func Likes(ctx context.Context, l Liker, mode string, o Options, shards int) (Li
 		return r, err
 	}
 	r.Check = &Check{Acknowledged: r.Liking, Strong: strong, Exact: strong == r.Liking && r.MemberDocs == r.Liking}
-	if after, ok := snapshot(ctx, l); ok && counted {
-		r.Cost = costOf(before, after, stats.OK)
+	if after, ok := Snapshot(ctx, l); ok && counted {
+		r.Cost = CostOf(before, after, stats.OK)
 	}
 	return r, nil
 }
@@ -125,7 +107,7 @@ func (f *Functions) Like(ctx context.Context, id string, u int, like bool, key s
 	if len(f.Tokens) > 0 {
 		token = f.Tokens[u%len(f.Tokens)]
 	}
-	status, err := f.doAs(ctx, f.Bases[rand.IntN(len(f.Bases))], token, "POST", "incrementCounter", "",
+	status, err := f.DoAs(ctx, f.Bases[rand.IntN(len(f.Bases))], token, "POST", "incrementCounter", "",
 		map[string]any{"counter_id": id, "action_type": action, "idempotency_key": key}, &resp)
 	return resp.Member, Outcome{Status: status, OK: err == nil}
 }
@@ -134,7 +116,7 @@ func (f *Functions) Like(ctx context.Context, id string, u int, like bool, key s
 // to audit the counter, which brings its shards to its member count (the
 // member documents counted at the shards' read time), then reads it.
 func (f *Functions) Members(ctx context.Context, id string) (int64, error) {
-	if _, err := f.do(ctx, "POST", "reconcileCounters", "", map[string]any{"counter_id": id}, nil); err != nil {
+	if _, err := f.Do(ctx, "POST", "reconcileCounters", "", map[string]any{"counter_id": id}, nil); err != nil {
 		return 0, err
 	}
 	return f.Strong(ctx, id)

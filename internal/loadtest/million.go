@@ -140,8 +140,8 @@ func Million(ctx context.Context, f, touch *Functions, raw *Raw, o Options, spec
 		query string
 	}{{&rep.TopAll, "topCounters", "?window=all&limit=10"}, {&rep.TopHour, "topCounters", "?window=hour&limit=10"},
 		{&rep.List, "listCounters", "?limit=20"}} {
-		l, err := timed(ctx, 30, func(ctx context.Context) error {
-			_, err := f.do(ctx, "GET", q.fn, q.query, nil, nil)
+		l, err := Timed(ctx, 30, func(ctx context.Context) error {
+			_, err := f.Do(ctx, "GET", q.fn, q.query, nil, nil)
 			return err
 		})
 		if err != nil {

@@ -56,7 +56,7 @@ type IncrementSpec struct {
 // measures how long the roll-up takes to catch up.
 func Increments(ctx context.Context, c Counters, mode string, o Options, spec IncrementSpec) (Report, error) {
 	ids := make([]string, max(spec.Counters, 1))
-	prefix := fmt.Sprintf("load-%s-%s-%d", spec.Name, idSafe(mode), time.Now().UnixNano())
+	prefix := fmt.Sprintf("load-%s-%s-%d", spec.Name, IDSafe(mode), time.Now().UnixNano())
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
 		if err := c.CreateCounter(ctx, ids[i], spec.Shards); err != nil {
@@ -64,7 +64,7 @@ func Increments(ctx context.Context, c Counters, mode string, o Options, spec In
 		}
 	}
 	acked := make([]atomic.Int64, len(ids))
-	before, counted := snapshot(ctx, c)
+	before, counted := Snapshot(ctx, c)
 	stats := Run(ctx, o, func(ctx context.Context, worker int) Outcome {
 		i := rand.IntN(len(ids))
 		if spec.ReadRatio > 0 && rand.Float64() < spec.ReadRatio {
@@ -106,8 +106,8 @@ func Increments(ctx context.Context, c Counters, mode string, o Options, spec In
 		check.RollupLagMS = &lag
 	}
 	r.Check = check
-	if after, ok := snapshot(ctx, c); ok && counted {
-		r.Cost = costOf(before, after, check.Acknowledged)
+	if after, ok := Snapshot(ctx, c); ok && counted {
+		r.Cost = CostOf(before, after, check.Acknowledged)
 	}
 	return r, nil
 }
@@ -142,7 +142,7 @@ func RollupLag(ctx context.Context, c Counters, o Options, shards int, lagTimeou
 	}
 	var acked atomic.Int64
 	var samples []time.Duration
-	before, counted := snapshot(ctx, c)
+	before, counted := Snapshot(ctx, c)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -184,8 +184,8 @@ func RollupLag(ctx context.Context, c Counters, o Options, shards int, lagTimeou
 		}
 	}
 	r.Check = &Check{Acknowledged: acked.Load(), Strong: strong, Exact: strong == acked.Load(), RollupLagMS: &lag}
-	if after, ok := snapshot(ctx, c); ok && counted {
-		r.Cost = costOf(before, after, acked.Load())
+	if after, ok := Snapshot(ctx, c); ok && counted {
+		r.Cost = CostOf(before, after, acked.Load())
 	}
 	slices.Sort(samples)
 	r.Samples = len(samples)
@@ -257,9 +257,9 @@ func statusOf(err error) int {
 	return 0
 }
 
-// idSafe turns a mode name ("functions, no group commit") into counter id
+// IDSafe turns a mode name ("functions, no group commit") into counter id
 // characters.
-func idSafe(s string) string {
+func IDSafe(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r

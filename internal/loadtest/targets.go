@@ -75,12 +75,12 @@ func (f *Functions) token() string {
 	return f.Tokens[rand.IntN(len(f.Tokens))]
 }
 
-func (f *Functions) do(ctx context.Context, method, fn, query string, body any, out any) (int, error) {
-	return f.doAs(ctx, f.Bases[rand.IntN(len(f.Bases))], f.token(), method, fn, query, body, out)
+func (f *Functions) Do(ctx context.Context, method, fn, query string, body any, out any) (int, error) {
+	return f.DoAs(ctx, f.Bases[rand.IntN(len(f.Bases))], f.token(), method, fn, query, body, out)
 }
 
 // doAs calls fn on the server at base, as the holder of token.
-func (f *Functions) doAs(ctx context.Context, base, token, method, fn, query string, body any, out any) (int, error) {
+func (f *Functions) DoAs(ctx context.Context, base, token, method, fn, query string, body any, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -119,7 +119,7 @@ func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
 	total := service.Stats{Firestore: map[string]firestoredb.OpCounts{}}
 	for _, base := range f.Bases {
 		var s service.Stats
-		if _, err := f.doAs(ctx, base, "", "GET", "debug/shardcount", "", nil, &s); err != nil {
+		if _, err := f.DoAs(ctx, base, "", "GET", "debug/shardcount", "", nil, &s); err != nil {
 			return service.Stats{}, err
 		}
 		total.RollupEvents += s.RollupEvents
@@ -140,7 +140,7 @@ func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
 
 // Reshard changes a counter's shard count through reshardCounter.
 func (f *Functions) Reshard(ctx context.Context, id string, n int) error {
-	_, err := f.do(ctx, "POST", "reshardCounter", "", map[string]any{"counter_id": id, "num_shards": n}, nil)
+	_, err := f.Do(ctx, "POST", "reshardCounter", "", map[string]any{"counter_id": id, "num_shards": n}, nil)
 	return err
 }
 
@@ -153,7 +153,7 @@ func (f *Functions) Reconcile(ctx context.Context, full bool) (SweepRun, error) 
 	if full {
 		body["full"] = true
 	}
-	_, err := f.do(ctx, "POST", "reconcileCounters", "", body, &r)
+	_, err := f.Do(ctx, "POST", "reconcileCounters", "", body, &r)
 	return r, err
 }
 
@@ -174,12 +174,12 @@ func (f *Functions) CreateCounter(ctx context.Context, id string, shards int) er
 // create calls createCounter as the admin identity, if there is one.
 func (f *Functions) create(ctx context.Context, body map[string]any) error {
 	token := cmp.Or(f.Admin, f.token())
-	_, err := f.doAs(ctx, f.Bases[rand.IntN(len(f.Bases))], token, "POST", "createCounter", "", body, nil)
+	_, err := f.DoAs(ctx, f.Bases[rand.IntN(len(f.Bases))], token, "POST", "createCounter", "", body, nil)
 	return err
 }
 
 func (f *Functions) Increment(ctx context.Context, id string) Outcome {
-	status, err := f.do(ctx, "POST", "incrementCounter", "", map[string]any{"counter_id": id}, nil)
+	status, err := f.Do(ctx, "POST", "incrementCounter", "", map[string]any{"counter_id": id}, nil)
 	return Outcome{Status: status, OK: err == nil}
 }
 
@@ -190,7 +190,7 @@ type reading struct {
 
 func (f *Functions) read(ctx context.Context, id, consistency string) (int64, time.Time, error) {
 	var r reading
-	if _, err := f.do(ctx, "GET", "getCounter", "?consistency="+consistency+"&counter_id="+url.QueryEscape(id), nil, &r); err != nil {
+	if _, err := f.Do(ctx, "GET", "getCounter", "?consistency="+consistency+"&counter_id="+url.QueryEscape(id), nil, &r); err != nil {
 		return 0, time.Time{}, err
 	}
 	at, err := time.Parse(time.RFC3339Nano, r.AsOf)
@@ -208,14 +208,14 @@ func (f *Functions) Eventual(ctx context.Context, id string) (int64, time.Time, 
 
 // Instrument sends a one-instrument batch to recordInstruments.
 func (f *Functions) Instrument(ctx context.Context, in map[string]any) Outcome {
-	status, err := f.do(ctx, "POST", "recordInstruments", "", map[string]any{"instruments": []any{in}}, nil)
+	status, err := f.Do(ctx, "POST", "recordInstruments", "", map[string]any{"instruments": []any{in}}, nil)
 	return Outcome{Status: status, OK: err == nil}
 }
 
 // QueryInstruments asks queryInstruments for a page.
 func (f *Functions) QueryInstruments(ctx context.Context, field, value string, limit int) Outcome {
 	q := "?field=" + url.QueryEscape(field) + "&value=" + url.QueryEscape(value) + "&limit=" + strconv.Itoa(limit)
-	status, err := f.do(ctx, "GET", "queryInstruments", q, nil, nil)
+	status, err := f.Do(ctx, "GET", "queryInstruments", q, nil, nil)
 	return Outcome{Status: status, OK: err == nil}
 }
 
@@ -236,6 +236,9 @@ func (r *Raw) CreateCounter(ctx context.Context, id string, shards int) error {
 	_, err := r.Client.Doc("counters/"+id).Set(ctx, map[string]any{"num_shards": shards, "count": 0})
 	return err
 }
+
+// Shards is how many shards raw counter id was created with.
+func (r *Raw) Shards(id string) int { return r.shards[id] }
 
 func (r *Raw) Increment(ctx context.Context, id string) Outcome {
 	shard := strconv.Itoa(rand.IntN(r.shards[id]))

@@ -68,9 +68,9 @@ func TopLatency(ctx context.Context, f *Functions, raw *Raw, n, reps int) ([]Rea
 		window string
 		limit  int
 	}{{"hour", 10}, {"hour", 100}, {"all", 10}, {"all", 100}} {
-		l, err := timed(ctx, reps, func(ctx context.Context) error {
+		l, err := Timed(ctx, reps, func(ctx context.Context) error {
 			var rk struct{ Counters []any }
-			_, err := f.do(ctx, "GET", "topCounters", fmt.Sprintf("?window=%s&limit=%d", q.window, q.limit), nil, &rk)
+			_, err := f.Do(ctx, "GET", "topCounters", fmt.Sprintf("?window=%s&limit=%d", q.window, q.limit), nil, &rk)
 			if err == nil && len(rk.Counters) != q.limit {
 				err = fmt.Errorf("topCounters?window=%s&limit=%d returned %d counters", q.window, q.limit, len(rk.Counters))
 			}
@@ -108,9 +108,9 @@ func HistoryCost(ctx context.Context, f *Functions, raw *Raw, reps int) ([]ReadL
 	var out []ReadLatency
 	for _, g := range []windows.Granularity{windows.Minute, windows.Day} {
 		before, _ := f.Stats(ctx)
-		l, err := timed(ctx, reps, func(ctx context.Context) error {
+		l, err := Timed(ctx, reps, func(ctx context.Context) error {
 			var h struct{ History []any }
-			_, err := f.do(ctx, "GET", "getCounter", "?history="+string(g)+"&counter_id="+url.QueryEscape(id), nil, &h)
+			_, err := f.Do(ctx, "GET", "getCounter", "?history="+string(g)+"&counter_id="+url.QueryEscape(id), nil, &h)
 			if err == nil && len(h.History) != windows.DefaultSpan(g) {
 				err = fmt.Errorf("history=%s returned %d buckets", g, len(h.History))
 			}
@@ -128,7 +128,7 @@ func HistoryCost(ctx context.Context, f *Functions, raw *Raw, reps int) ([]ReadL
 }
 
 // timed runs call reps times after two warm-ups and returns its latency.
-func timed(ctx context.Context, reps int, call func(context.Context) error) (ReadLatency, error) {
+func Timed(ctx context.Context, reps int, call func(context.Context) error) (ReadLatency, error) {
 	var lat []time.Duration
 	for i := range reps + 2 {
 		t0 := time.Now()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/internal/loadtest/reactions"
 )
 
 // Suite is everything the benchmark suite measured in one run.
@@ -23,12 +24,13 @@ type Suite struct {
 	Reshard    *loadtest.ReshardReport `json:"reshard,omitempty"`
 	Sweep      *loadtest.SweepReport   `json:"sweep,omitempty"`
 	Queries    []loadtest.ReadLatency  `json:"instrument_queries"`
-	// What apps count with: likes, several instances, time windows.
-	Likes     []loadtest.LikesReport     `json:"likes,omitempty"`
-	FirstLike *loadtest.FirstLikesReport `json:"first_likes,omitempty"`
-	Instances *loadtest.InstancesReport  `json:"instances,omitempty"`
-	Windows   *loadtest.WindowsReport    `json:"windows,omitempty"`
-	Million   *loadtest.MillionReport    `json:"million,omitempty"`
+	// What apps count with: likes, reactions, several instances, time windows.
+	Likes     []loadtest.LikesReport      `json:"likes,omitempty"`
+	Reactions []reactions.ReactionsReport `json:"reactions,omitempty"`
+	FirstLike *loadtest.FirstLikesReport  `json:"first_likes,omitempty"`
+	Instances *loadtest.InstancesReport   `json:"instances,omitempty"`
+	Windows   *loadtest.WindowsReport     `json:"windows,omitempty"`
+	Million   *loadtest.MillionReport     `json:"million,omitempty"`
 }
 
 // Modes the increments benchmark runs, in the tables' order.

@@ -1,4 +1,4 @@
-package loadtest
+package instrumentload
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/instruments"
+	"github.com/shardcount/shardcount/internal/loadtest"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 
@@ -32,8 +33,8 @@ func randomInstrument() instruments.Instrument {
 
 // InstrumentsMix records single instruments and queries pages through the
 // functions, queryShare of the operations being queries.
-func InstrumentsMix(ctx context.Context, f *Functions, o Options, queryShare float64) Report {
-	stats := Run(ctx, o, func(ctx context.Context, worker int) Outcome {
+func InstrumentsMix(ctx context.Context, f *loadtest.Functions, o loadtest.Options, queryShare float64) loadtest.Report {
+	stats := loadtest.Run(ctx, o, func(ctx context.Context, worker int) loadtest.Outcome {
 		if rand.Float64() < queryShare {
 			return f.QueryInstruments(ctx, "exchange", pick(exchanges), 20)
 		}
@@ -44,22 +45,22 @@ func InstrumentsMix(ctx context.Context, f *Functions, o Options, queryShare flo
 			"timestamp": in.Timestamp.Format(time.RFC3339Nano),
 		})
 	})
-	return Report{Scenario: "instruments", Mode: "functions", Concurrency: o.Concurrency, Stats: stats}
+	return loadtest.Report{Scenario: "instruments", Mode: "functions", Concurrency: o.Concurrency, Stats: stats}
 }
 
 // QueryLatency stores docs instruments in store (in batches of 500), then
 // times reps first-page queries of 20 by exchange.
-func QueryLatency(ctx context.Context, store *instrumentstore.Store, shards, docs, reps int) (ReadLatency, error) {
+func QueryLatency(ctx context.Context, store *instrumentstore.Store, shards, docs, reps int) (loadtest.ReadLatency, error) {
 	for left := docs; left > 0; left -= instruments.MaxBatch {
 		batch := make([]instruments.Instrument, min(left, instruments.MaxBatch))
 		for i := range batch {
 			batch[i] = randomInstrument()
 		}
 		if _, err := store.Record(ctx, batch); err != nil {
-			return ReadLatency{}, err
+			return loadtest.ReadLatency{}, err
 		}
 	}
-	l, err := timed(ctx, reps, func(ctx context.Context) error {
+	l, err := loadtest.Timed(ctx, reps, func(ctx context.Context) error {
 		_, _, err := store.Query(ctx, "exchange", pick(exchanges), 20, "")
 		return err
 	})
