@@ -12,7 +12,7 @@
 #   APP_FUNCTIONS_PORT  with --app-functions: the app's Functions emulator (default 5001; it also
 #                   takes the four ports after it)
 #   AUTH            off | required          (default off here; required when deployed)
-#   COUNTER_KINDS   the app's kinds (default {"likes": {"unique": true}, "views": {}}, the web app's)
+#   COUNTER_KINDS   the app's kinds (default {"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"]}}, the web app's and the guides')
 #   APP_CHECK       off | monitor | enforce (default off); on, a local stand-in for Google's App Check
 #                                            mints and checks the tokens (the web app uses it)
 #   RECONCILE_EVERY how often reconcileCounters runs, as Cloud Scheduler does deployed (default 1m)
@@ -95,7 +95,7 @@ export GROUP_COMMIT_MAX_WAIT=${GROUP_COMMIT_MAX_WAIT:-2ms}
 RECONCILE_EVERY=${RECONCILE_EVERY:-1m}
 # The web app's posts have views and likes: counters their first use creates
 # (an app's settings file decides its own).
-[ -n "$settings" ] || export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}}'}
+[ -n "$settings" ] || export COUNTER_KINDS=${COUNTER_KINDS:-'{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"]}}'}
 # Telemetry (OTEL_* pass through): unless told otherwise, the functions
 # export to the local receiver in cmd/devserver, every 2 s, for the metrics
 # page; OTEL_SDK_DISABLED=true turns it off.
