@@ -246,6 +246,9 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 	if err := choose(a.c, &op, item); err != nil {
 		return op, err
 	}
+	if a.c.Distinct {
+		return op, addsOnce(a.c, &op, member)
+	}
 	if !a.c.Unique {
 		if member != nil {
 			return op, errs.Invalid("member", "goes with unique counters; %q counts increments, not members", id)
@@ -270,6 +273,23 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		return op, errs.New(errs.PermissionDenied, "%q is of a join-only kind: a member does not leave (an admin may remove one)", id)
 	}
 	return op, counter.ValidateMemberID(caller.User)
+}
+
+// addsOnce checks an op of distinct counter c: +1 of the caller, or of
+// member for an admin. Its key is dropped: a member added again changes
+// nothing, so a retry needs none, and no record is written.
+func addsOnce(c counter.Counter, op *increment.Op, member *string) error {
+	if op.Delta != 1 {
+		return errs.Invalid("delta", "must be 1 on distinct counter %q: a member is added once, and never removed", c.ID)
+	}
+	if member != nil {
+		op.User = *member
+		if op.User == "" || counter.ValidateMemberID(op.User) != nil {
+			return errs.Invalid("member", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
+		}
+	}
+	op.Key = ""
+	return counter.ValidateMemberID(op.User)
 }
 
 // choose checks item's choice against counter c, and sets op's: a choice

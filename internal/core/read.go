@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
@@ -40,6 +41,10 @@ type GetCounterResponse struct {
 	Choice *string `json:"choice,omitzero"`
 	// Counts are a choice counter's members by choice, as exact as Count.
 	Counts map[string]int64 `json:"counts,omitempty"`
+	// Estimate: Count is a distinct counter's estimate of its distinct
+	// members, with its relative StandardError.
+	Estimate      bool    `json:"estimate,omitempty"`
+	StandardError float64 `json:"standard_error,omitempty"`
 	// Reshard is the last change of the shard count (eventual reads).
 	Reshard *ReshardStatus `json:"reshard,omitempty"`
 	// History is the count of each bucket asked for, oldest first; a
@@ -181,6 +186,9 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 	}
 	resp.NumShards, resp.Unique = c.NumShards, c.Unique
 	resp.Counts = byChoice(c.Choices, c.Counts)
+	if c.Distinct {
+		resp.Estimate, resp.StandardError = true, distinct.StandardError
+	}
 	if c.Unique && caller.User != "" {
 		member, choice, err := core.counters.IsMember(ctx, id, caller.User)
 		if err != nil {
@@ -209,6 +217,9 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 // too (a SUM each).
 func (core *Core) strongTokens(id string) int {
 	kind, _ := core.cfg.Kinds.Of(id)
+	if kind.Distinct {
+		return 1 + (kind.Counter(id).NumShards+2)/3 // a sketch a shard, read
+	}
 	return 1 + (len(kind.Choices)+2)/3
 }
 

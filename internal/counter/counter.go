@@ -99,7 +99,10 @@ type Counter struct {
 	// chose among, as its kind declared them when it was created.
 	Choices []string
 	// Counts are a choice counter's members by choice, as of AsOf.
-	Counts    map[string]int64
+	Counts map[string]int64
+	// Distinct counters estimate their distinct members from the shards'
+	// sketches (internal/distinct): Count is an estimate.
+	Distinct  bool
 	CreatedAt time.Time
 	// MemberKinds is true once every member document names the counter's
 	// kind (always for a counter of this version; reconcile names those of

@@ -151,3 +151,23 @@ func TestChoiceKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestDistinctKinds(t *testing.T) {
+	kinds, err := ParseKinds(`{"viewers": {"distinct": true, "num_shards": 4}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := kinds["viewers"].Counter("viewers:v"); !c.Distinct || c.Unique || kinds["viewers"].Grows() {
+		t.Errorf("a distinct kind's counter: %+v, grows %v; want distinct, not unique, never grown", c, kinds["viewers"].Grows())
+	}
+	for _, bad := range []string{
+		`{"v": {"distinct": true, "unique": true}}`,
+		`{"v": {"distinct": true, "choices": ["a"]}}`,
+		`{"v": {"distinct": true, "auto_sharding": true}}`,
+		`{"v": {"distinct": true, "decrement": "users"}}`,
+	} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%s) accepted it", bad)
+		}
+	}
+}

@@ -40,6 +40,10 @@ type Kind struct {
 	// most one of them per counter, and may switch or remove it; the
 	// counter counts the people with a choice, and each choice's.
 	Choices []string `json:"choices"`
+	// Distinct kinds count distinct users approximately (unique viewers at
+	// any scale): each shard keeps a sketch (internal/distinct), no member
+	// document; a member added again changes nothing, and none is removed.
+	Distinct bool `json:"distinct"`
 }
 
 // Kinds are the declared kinds by name.
@@ -75,7 +79,7 @@ func ParseKinds(s string) (Kinds, error) {
 		dec.DisallowUnknownFields()
 		var k Kind
 		if err := dec.Decode(&k); err != nil {
-			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, choices, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
+			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, choices, distinct, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
 		}
 		switch {
 		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
@@ -86,6 +90,8 @@ func ParseKinds(s string) (Kinds, error) {
 			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
 		case k.JoinOnly && !k.Unique:
 			return nil, fmt.Errorf("kind %q: join_only goes with unique: true (members who cannot leave)", name)
+		case k.Distinct && (k.Unique || k.JoinOnly || k.Choices != nil || k.Decrement != "" || k.AutoSharding != nil && *k.AutoSharding):
+			return nil, fmt.Errorf("kind %q: distinct counts each user once, approximately, and never removes one: it goes without unique, join_only, choices, decrement or auto_sharding", name)
 		case k.Choices != nil && (k.Unique || k.JoinOnly || k.Decrement != ""):
 			return nil, fmt.Errorf("kind %q: choices count people, one choice each: they go without unique, join_only or decrement", name)
 		case k.Choices != nil:
@@ -135,7 +141,7 @@ func (k Kind) Counter(id string) Counter {
 		n = DefaultShards
 	}
 	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique || k.Choices != nil, Choices: k.Choices,
-		Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
+		Distinct: k.Distinct, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
 }
 
 // KeyDocument is the path of the app's document that counter id ("KIND:KEY")
@@ -166,12 +172,16 @@ func isDocumentID(s string) bool {
 func (k Kind) UsersDecrement() bool { return k.Decrement == "users" }
 
 // Grows reports whether automatic sharding may grow the kind's counters.
-func (k Kind) Grows() bool { return k.AutoSharding == nil || *k.AutoSharding }
+// A distinct kind's do not: a sketch's shards are not merged by sums.
+func (k Kind) Grows() bool { return !k.Distinct && (k.AutoSharding == nil || *k.AutoSharding) }
 
 // Counting describes how counters of the kind count, in the terms that
 // make two declarations of one kind count differently: a deploy that
 // changes it changes what existing counters mean.
 func (k Kind) Counting() string {
+	if k.Distinct {
+		return "distinct (each user once, approximately)"
+	}
 	if k.Choices != nil {
 		return "choices (each user at most one of " + strings.Join(k.Choices, ", ") + ")"
 	}

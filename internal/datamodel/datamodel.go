@@ -51,7 +51,10 @@ const (
 	FieldReshard      = "reshard"
 	FieldOwner        = "owner"
 	FieldUnique       = "unique"
-	FieldChoices      = "choices" // of a choice counter: what its members choose among
+	FieldChoices      = "choices"  // of a choice counter: what its members choose among
+	FieldDistinct     = "distinct" // of a distinct counter: its count is an estimate
+	// FieldSketch, of a distinct counter's shard: its sketch's bytes.
+	FieldSketch = "sketch"
 	// FieldCounts, of a choice counter's document, shards and buckets:
 	// {choice: members holding it} (see FieldCountOf).
 	FieldCounts     = "counts"

@@ -103,6 +103,19 @@ func (d *Doc) Time(field string) time.Time {
 	return time.Time{}
 }
 
+// Bytes reads a bytes field (nil when missing).
+func (d *Doc) Bytes(field string) []byte {
+	v, ok := d.fields[field]
+	if !ok {
+		return nil
+	}
+	if b, ok := v.GetValueType().(*pb.Value_BytesValue); ok {
+		return b.BytesValue
+	}
+	d.wrong(field, "bytes", v)
+	return nil
+}
+
 // Strings reads an array of strings (nil when missing).
 func (d *Doc) Strings(field string) []string {
 	v, ok := d.fields[field]

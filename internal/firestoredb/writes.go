@@ -89,6 +89,9 @@ func MapValue(fields map[string]*pb.Value) *pb.Value {
 	return &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: fields}}}
 }
 
+// BytesValue is a bytes value.
+func BytesValue(b []byte) *pb.Value { return &pb.Value{ValueType: &pb.Value_BytesValue{BytesValue: b}} }
+
 // StringsValue is an array of strings.
 func StringsValue(vs []string) *pb.Value {
 	a := &pb.ArrayValue{}

@@ -142,7 +142,7 @@ func sameIncarnation(op, c counter.Counter) bool {
 		return true // not read by its caller (tests, tools): the batch's
 	}
 	created := !op.Version.IsZero() && !c.Version.IsZero()
-	return op.Unique == c.Unique && slices.Equal(op.Choices, c.Choices) && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
+	return op.Unique == c.Unique && slices.Equal(op.Choices, c.Choices) && op.Distinct == c.Distinct && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
 }
 
 // Next starts the next group of ops, and reports whether there is one.

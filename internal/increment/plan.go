@@ -23,6 +23,10 @@ type Plan struct {
 	Joins    []Seat
 	Leaves   []Seat
 	Switches []Seat
+	// Adds are the members a distinct counter's commit adds to the
+	// shard's sketch (the shard is written on the condition of the
+	// version its sketch was read at).
+	Adds []string
 	// Records are the idempotency keys' records the commit creates, or
 	// replaces (an expired one, on the condition of its version).
 	Records []KeyWrite
@@ -70,6 +74,8 @@ func (p Plan) Empty() bool {
 //     document whose choice changes, and moves the shard's count of each
 //     choice with it, so each choice's count is always the number of
 //     members holding it;
+//   - a distinct counter's ops add their user to the shard's sketch, which
+//     a user added before leaves as it was (the handlers send no keys);
 //   - each key's record is written with its op's outcome, so a retry
 //     replays it;
 //   - the first use of a counter of a kind creates it, unless the plan
@@ -80,9 +86,16 @@ func (p Plan) Empty() bool {
 //     records, and the counter, are written.
 func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
 	p := Plan{outcome: map[int]Result{}}
-	if b.Counter.Unique {
+	switch {
+	case b.Counter.Distinct:
+		p.Adds = b.Users()
+		for _, i := range b.pending {
+			p.outcome[i] = Result{Delta: 1, Shard: b.Shard}
+		}
+		p.WriteShard = true
+	case b.Counter.Unique:
 		p.playMembers(b, members)
-	} else {
+	default:
 		for _, i := range b.pending {
 			p.Net += b.ops[i].Delta
 			p.outcome[i] = Result{Delta: b.ops[i].Delta, Shard: b.Shard}

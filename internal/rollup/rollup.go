@@ -338,7 +338,11 @@ func laterOf(a, b time.Time) time.Time {
 // was still c.
 func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct int64) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
-	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: next.Count - c.Count, Changes: changes(c.Counts, next.Counts),
+	change := next.Count - c.Count
+	if c.Distinct {
+		change = 0 // a change of an estimate counts nobody in a window
+	}
+	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
 		Reshard: grew || merged, Correct: correct})
 	if ok {
 		writes.Add(ctx, 1)

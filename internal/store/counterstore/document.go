@@ -26,7 +26,7 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		Origin:      counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
-	c.Choices = d.Strings(dm.FieldChoices)
+	c.Choices, c.Distinct = d.Strings(dm.FieldChoices), d.Bool(dm.FieldDistinct)
 	if counts := d.Map(dm.FieldCounts); c.Choices != nil {
 		c.Counts = map[string]int64{}
 		for _, choice := range c.Choices {
@@ -86,6 +86,9 @@ func fields(c counter.Counter) map[string]*pb.Value {
 	}
 	if c.Kind != "" {
 		fields[dm.FieldKind] = fs.StringValue(c.Kind)
+	}
+	if c.Distinct {
+		fields[dm.FieldDistinct] = fs.BoolValue(true)
 	}
 	if c.Choices != nil {
 		fields[dm.FieldChoices] = fs.StringsValue(c.Choices)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/retry"
@@ -186,6 +187,10 @@ func (s *Store) Strong(ctx context.Context, id string) (counter.Counter, int64, 
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
+	if c.Distinct {
+		total, at, err := s.Estimate(ctx, c, at)
+		return c, total, at, err
+	}
 	total, at, err := s.Sum(ctx, id, at)
 	if err == nil && c.Choices != nil {
 		c.Counts, err = s.SumCounts(ctx, c, at)
@@ -301,6 +306,50 @@ func (s *Store) ShardWrite(id string, k int, c ShardChange) *pb.Write {
 		deltas[dm.FieldCountOf(choice)] = n
 	}
 	return fs.IncrementWrite(s.name(dm.Shard(id, k)), deltas)
+}
+
+// SketchWrite is the write of a distinct counter's shard k: its sketch's
+// bytes, on the condition of the version the sketch was read at (zero:
+// that the shard does not exist), and c's commits and slow.
+func (s *Store) SketchWrite(id string, k int, sketch []byte, version time.Time, c ShardChange) *pb.Write {
+	name, fields := s.name(dm.Shard(id, k)), map[string]*pb.Value{dm.FieldSketch: fs.BytesValue(sketch)}
+	w := fs.CreateWrite(name, fields)
+	if !version.IsZero() {
+		w = fs.UpdateWrite(name, fields, []string{dm.FieldSketch}, version)
+	}
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.Increment(dm.FieldCommits, c.Commits), fs.Increment(dm.FieldSlow, c.Slow)}
+	return w
+}
+
+// Estimate is distinct counter c's estimate at read time at (zero: now):
+// its shards' sketches merged (one read a shard), with the read time.
+func (s *Store) Estimate(ctx context.Context, c counter.Counter, at time.Time) (int64, time.Time, error) {
+	names := make([]string, c.NumShards)
+	for k := range names {
+		names[k] = s.name(dm.Shard(c.ID, k))
+	}
+	docs, at, err := s.db.GetAll(ctx, names, at)
+	if err != nil {
+		return 0, time.Time{}, fs.Classify(err, "read the sketches of "+c.ID)
+	}
+	whole := distinct.New()
+	for _, pd := range docs {
+		if pd == nil {
+			continue
+		}
+		d := fs.DocOf(pd)
+		sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
+		if err == nil {
+			err = d.Err()
+		}
+		if err == nil {
+			err = whole.Merge(sk)
+		}
+		if err != nil {
+			return 0, time.Time{}, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+		}
+	}
+	return whole.Estimate(), at, nil
 }
 
 // ActivityWrite marks counter id in the activity index (internal/activity)

@@ -32,6 +32,9 @@ func (s *Store) Reset(ctx context.Context, id string, v int64) (time.Time, error
 	}
 	var asOf time.Time
 	_, resp, err := s.counters.Update(ctx, id, false, "reset counter", func(c counter.Counter, at time.Time) ([]*pb.Write, error) {
+		if c.Distinct {
+			return nil, errs.Invalid("counter_id", "%q is a distinct counter: its value is an estimate of its members, which a reset cannot change", id)
+		}
 		if c.Unique {
 			return nil, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
 		}

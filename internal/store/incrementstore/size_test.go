@@ -43,7 +43,7 @@ func TestAFullBatchIsASmallCommit(t *testing.T) {
 	b.Next()
 	plan := b.Plan(members, time.Now())
 	guard := time.Now()
-	writes, _ := s.writes(b, plan, &guard, trace.SpanContext{})
+	writes, _ := s.writes(b, plan, &guard, nil, trace.SpanContext{})
 	size := proto.Size(&pb.CommitRequest{Database: "projects/demo-size/databases/(default)", Writes: writes})
 	if len(writes) < 2*499 || size >= 512<<10 {
 		t.Errorf("a full batch commits %d writes in %d bytes, want about 1,000 under 0.5 MiB", len(writes), size)

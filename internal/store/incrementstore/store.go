@@ -151,10 +151,14 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	id := b.Counter.ID
 	var members map[string]increment.Membership
 	var guard *time.Time
+	var sketch *shardSketch
 	var err error
-	if b.Counter.Unique {
+	switch {
+	case b.Counter.Distinct:
+		sketch, err = s.readSketch(ctx, b)
+	case b.Counter.Unique:
 		members, err = s.readMembers(ctx, b)
-	} else {
+	default:
 		guard, err = s.checkBound(ctx, b)
 	}
 	if err != nil || len(b.Pending()) == 0 {
@@ -165,7 +169,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		b.Committed(plan) // nothing changes: every op is a no-op without a key
 		return false, nil
 	}
-	writes, marks := s.writes(b, plan, guard, trace.SpanContextFromContext(ctx))
+	writes, marks := s.writes(b, plan, guard, sketch, trace.SpanContextFromContext(ctx))
 	start := s.counters.Now()
 	resp, err := s.db.Commit(ctx, writes...)
 	if plan.WriteShard {
@@ -184,8 +188,8 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		}
 		return false, s.settle(b, plan, resp)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
-		// A key's record, or a member, changed since it was read, or the
-		// counter was created.
+		// A key's record, a member or a sketch changed since it was read,
+		// or the counter was created.
 		if err := s.reread(ctx, b); err != nil {
 			return false, err
 		}
@@ -202,14 +206,18 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 // created or deleted, each key's record, then the activity marker when
 // this instance has not marked the counter lately, the bound's guard, and
 // the counter's creation (last). marks reports whether it marks.
-func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, span trace.SpanContext) (writes []*pb.Write, marks bool) {
+func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, sketch *shardSketch, span trace.SpanContext) (writes []*pb.Write, marks bool) {
 	id := b.Counter.ID
 	if plan.WriteShard {
 		change := counterstore.ShardChange{Count: plan.Net, Commits: 1, Counts: plan.Counts}
 		if contended, _ := s.contended.Get(id); contended {
 			change.Slow = 1
 		}
-		writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
+		w := s.counters.ShardWrite(id, b.Shard, change)
+		if sketch != nil {
+			w = s.counters.SketchWrite(id, b.Shard, sketch.with(plan.Adds), sketch.version, change)
+		}
+		writes = append(writes, withTraceparent(w, span))
 	}
 	for _, j := range plan.Joins {
 		// uid, counter_id and kind: a user's likes are one collection-group

@@ -36,9 +36,14 @@ func (s *Store) Read(ctx context.Context, id string) (counter.Counter, error) {
 }
 
 // Sum returns the exact value of counter c now, a SUM over its shards
-// (and of a choice counter each choice's, at the same read time), with
-// the snapshot's read time.
+// (and of a choice counter each choice's, at the same read time; of a
+// distinct counter, the estimate of its shards' sketches), with the
+// snapshot's read time.
 func (s *Store) Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
+	if c.Distinct {
+		estimate, at, err := s.counters.Estimate(ctx, c, time.Time{})
+		return counter.Sums{Count: estimate}, at, err
+	}
 	total, at, err := s.counters.Sum(ctx, c.ID, time.Time{})
 	sums := counter.Sums{Count: total}
 	if err == nil && c.Choices != nil {

@@ -1,0 +1,106 @@
+package distinct
+
+import (
+	"bytes"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "write testdata's pinned sketches (only when the format changes on purpose: old shards must still read)")
+
+// members are n distinct uids.
+func members(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
+// TestASketchOfTodayReadsTheSameTomorrow: the shards keep a sketch's
+// bytes, so a sketch written by this version (testdata, in base64: one
+// sparse and one dense) must parse to the same estimate, take the same members as no
+// change, and write the same bytes, in every later version.
+func TestASketchOfTodayReadsTheSameTomorrow(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		n        int
+		estimate int64
+	}{{"testdata/sparse-100.b64", 100, 100}, {"testdata/dense-20000.b64", 20000, 19691}} {
+		s := New()
+		for _, m := range members("pinned", tc.n) {
+			s.Add(m)
+		}
+		if *update {
+			if err := os.WriteFile(tc.file, []byte(base64.StdEncoding.EncodeToString(s.Bytes())+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(text)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := Parse(pinned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := old.Estimate(); got != tc.estimate {
+			t.Errorf("%s estimates %d, want %d as when it was written", tc.file, got, tc.estimate)
+		}
+		if !bytes.Equal(s.Bytes(), pinned) {
+			t.Errorf("%s: the same members write other bytes now (%d against %d)", tc.file, len(s.Bytes()), len(pinned))
+		}
+		for _, m := range members("pinned", tc.n) {
+			old.Add(m)
+		}
+		if got := old.Estimate(); got != tc.estimate {
+			t.Errorf("%s after its members again: %d, want %d", tc.file, got, tc.estimate)
+		}
+	}
+}
+
+// TestMergedShardsEstimateTheWhole: members spread over shards, some on
+// several, estimate as one sketch of them all; within 3 standard errors.
+func TestMergedShardsEstimateTheWhole(t *testing.T) {
+	for _, n := range []int{1000, 10_000, 100_000} {
+		shards := make([]*Sketch, 10)
+		for i := range shards {
+			shards[i] = New()
+		}
+		for i, m := range members("m", n) {
+			shards[i%10].Add(m)
+			shards[(i*7)%10].Add(m) // a member added on two shards counts once
+		}
+		whole := New()
+		for _, s := range shards {
+			again, err := Parse(s.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := whole.Merge(again); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := math.Abs(float64(whole.Estimate())-float64(n)) / float64(n); err > 3*StandardError {
+			t.Errorf("%d members: estimate %d, off by %.2f%%", n, whole.Estimate(), 100*err)
+		}
+	}
+}
+
+func TestBadBytesAreAnError(t *testing.T) {
+	if _, err := Parse([]byte{2, 99, 1}); err == nil {
+		t.Error("bytes no sketch wrote parsed")
+	}
+	if s, err := Parse(nil); err != nil || s.Estimate() != 0 {
+		t.Errorf("no bytes: %v, %v; want an empty sketch", s, err)
+	}
+}
