@@ -180,6 +180,7 @@ func (c *Client) Get(ctx context.Context, id string, strong bool) (Counter, erro
 type Ranking struct {
 	Window string `json:"window"`
 	Kind   string `json:"kind,omitempty"`
+	Choice string `json:"choice,omitempty"`
 	Start  string `json:"start,omitempty"`
 	// Exact, for a rolling window: no other counter can rank among these.
 	// When false (rare), Counters holds only those sure of their place.
@@ -193,11 +194,18 @@ type Ranking struct {
 // Top ranks counters of window (minute, hour, day, last_hour, last_day,
 // all), of kind when not "", limit of them (0: the default).
 func (c *Client) Top(ctx context.Context, window, kind string, limit int) (Ranking, error) {
+	return c.TopChoice(ctx, window, kind, "", limit)
+}
+
+// TopChoice is Top of a choice kind's counters by the count of one
+// choice (kind's; "": by the people with any).
+func (c *Client) TopChoice(ctx context.Context, window, kind, choice string, limit int) (Ranking, error) {
 	body := struct {
 		Window string `json:"window"`
 		Kind   string `json:"kind,omitempty"`
+		Choice string `json:"choice,omitempty"`
 		Limit  int    `json:"limit,omitempty"` // 0: the function's default
-	}{window, kind, limit}
+	}{window, kind, choice, limit}
 	var out Ranking
 	err := c.Call(ctx, http.MethodGet, "topCounters", body, &out)
 	return out, err

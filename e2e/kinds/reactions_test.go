@@ -207,6 +207,13 @@ func TestReactionsOfAnErasedUserGo(t *testing.T) {
 	if got.Count != 1 || got.Counts["sad"] != 1 || got.Counts["haha"] != 0 {
 		t.Errorf("after the switch: %+v", got)
 	}
+	var m struct {
+		Members []struct{ UID, Choice string }
+	}
+	call(t, backend, "GET", "listMembers", "?counter_id="+id).Decode(t, &m)
+	if len(m.Members) != 1 || m.Members[0].UID != uid || m.Members[0].Choice != "sad" {
+		t.Errorf("who reacted what: %+v, want jay's sad", m.Members)
+	}
 	if r := call(t, backend, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q}`, uid)); !strings.Contains(string(r.Body), `"complete":true`) {
 		t.Fatalf("erase jay: %s", r)
 	}
@@ -240,5 +247,27 @@ func TestTheGoClientReacts(t *testing.T) {
 	got, err := kim.Get(ctx, id, true)
 	if err != nil || got.Count != 1 || got.Counts["love"] != 1 || got.Counts["wow"] != 0 || got.Choice == nil || *got.Choice != "love" {
 		t.Errorf("kim reads %+v, %v; want 1, love", got, err)
+	}
+}
+
+// TestTheAuditCorrectsAChoice: a member document deleted outside the
+// functions leaves the shards counting its reaction; reconcile's audit
+// brings the count and the choice's count back to the member documents.
+func TestTheAuditCorrectsAChoice(t *testing.T) {
+	id := "reactions:audit-" + run
+	mo := user(t, "mo")
+	if r, _ := react(t, mo, id, "love", ""); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	if _, err := testenv.Firestore(t, project).Doc("counters/" + id + "/members/mo-" + run).Delete(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := testenv.Do(t, "POST", base+"/reconcileCounters", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"audit_drift":-1`) {
+		t.Fatalf("reconcile: %s, want an audit drift of -1", r)
+	}
+	var got reactionCounts
+	call(t, mo, "GET", "getCounter", "?consistency=strong&counter_id="+id).Decode(t, &got)
+	if got.Count != 0 || got.Counts["love"] != 0 {
+		t.Errorf("after the audit: %+v, want no one, no love", got)
 	}
 }

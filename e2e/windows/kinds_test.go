@@ -98,6 +98,20 @@ func choiceRankings(t *testing.T, run int64) {
 			}
 		}
 	}
+	// Unranked, a counter leaves the rankings of its choices at once.
+	rank := func(ranked bool) {
+		if r := do(t, "POST", "updateCounter", fmt.Sprintf(`{"counter_id":%q,"ranked":%v}`, a, ranked)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	rank(false)
+	for _, window := range []string{"hour", "all"} {
+		rk := top(t, fmt.Sprintf("window=%s&kind=reactions&choice=love", window))
+		if len(rk.Counters) != 2 || rk.Counters[0].CounterID != b {
+			t.Errorf("window %s by love, %s unranked: %s", window, a, rk)
+		}
+	}
+	rank(true)
 	var h struct {
 		History []struct {
 			Count  int64

@@ -27,6 +27,7 @@ type ListMembersResponse struct {
 type ListedMember struct {
 	UID      string `json:"uid"`
 	JoinedAt string `json:"joined_at"`
+	Choice   string `json:"choice,omitempty"` // of a choice counter's member
 }
 
 // listMembers pages through a unique counter's members: for its owner and
@@ -60,7 +61,7 @@ func (core *Core) ListMembers(ctx context.Context, caller Caller, body ListMembe
 	}
 	resp := ListMembersResponse{Members: make([]ListedMember, len(members)), NextPageToken: next}
 	for i, m := range members {
-		resp.Members[i] = ListedMember{UID: m.UID, JoinedAt: rfc3339Time(m.JoinedAt)}
+		resp.Members[i] = ListedMember{UID: m.UID, JoinedAt: rfc3339Time(m.JoinedAt), Choice: m.Choice}
 	}
 	return resp, nil
 }

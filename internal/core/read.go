@@ -150,7 +150,11 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 	// of history for each historyBuckets it reads (its eventual read
 	// included).
 	if consistency == "strong" {
-		if err := core.allow(ctx, caller, ratelimit.Strong, core.strongTokens(id)); err != nil {
+		tokens := core.strongTokens(id)
+		if most := core.limiter.Burst(ratelimit.Strong, caller.budgetKeys()...); !caller.Admin && tokens > most {
+			return GetCounterResponse{}, errs.Invalid("consistency", "a strong read of %q spends %d tokens of strong: this deployment's budget (RATE_LIMITS) allows at most %d at once", id, tokens, most)
+		}
+		if err := core.allow(ctx, caller, ratelimit.Strong, tokens); err != nil {
 			return GetCounterResponse{}, err
 		}
 	}

@@ -158,10 +158,12 @@ type Rollup struct {
 	Changes map[string]int64
 	// Reshard writes Next.NumShards and Next.Reshard too.
 	Reshard bool
-	// Correct, when not 0, is added to one shard in the same commit:
-	// reconcile's audit of a unique counter brings the shards to its
-	// member count.
-	Correct int64
+	// Correct, when not 0, is added to one shard in the same commit, and
+	// CorrectCounts to its counts: reconcile's audit of a unique counter
+	// brings the shards to its member count (and a choice counter's to its
+	// members' choices).
+	Correct       int64
+	CorrectCounts map[string]int64
 }
 
 // Deletion records a counter's deletion. Instances that cached its shard
@@ -360,4 +362,5 @@ type Membership struct {
 type Member struct {
 	UID      string
 	JoinedAt time.Time
+	Choice   string // of a choice counter's member
 }

@@ -163,6 +163,22 @@ func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64
 	return n, readTime, err
 }
 
+// CountOf returns how many documents query q holds at read time at
+// (zero: now): one aggregation.
+func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int64, error) {
+	req, err := runQueryRequest(q)
+	if err != nil {
+		return 0, err
+	}
+	agg := &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}
+	result, _, err := db.runAggregation(ctx, req.GetParent(), req.GetStructuredQuery(), []*pb.StructuredAggregationQuery_Aggregation{agg}, at)
+	if err != nil {
+		return 0, err
+	}
+	return integer(result["n"])
+}
+
 // SumOf returns the SUM of an integer field over the documents of query q,
 // now: one aggregation.
 func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/activity"
+	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/retry"
@@ -74,31 +75,32 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		if err != nil {
 			return false, err
 		}
-		var drift int64
+		var correct counter.Sums // the audit's, of a unique counter
 		if c.Unique {
-			members, err := r.store.MemberCount(ctx, id, readTime)
+			members, err := r.store.Members(ctx, c, readTime)
 			if err != nil {
 				return false, err
 			}
-			drift = members - sums.Count
-			sums.Count = members
+			correct = counter.Sums{Count: members.Count - sums.Count, Counts: changes(sums.Counts, members.Counts)}
+			sums.Count, sums.Counts = members.Count, members.Counts
 		}
+		drift := correct.Count
 		var again time.Time
 		if c.Reshard.Merging() && !merged {
 			again = c.Reshard.MergeUntil // the merge is due then
 		}
-		if sums.Count == c.Count && changes(c.Counts, sums.Counts) == nil && !merged && drift == 0 && !c.Legacy {
+		if sums.Count == c.Count && changes(c.Counts, sums.Counts) == nil && !merged && correct.Count == 0 && correct.Counts == nil && !c.Legacy {
 			out = Outcome{Checked: true, Again: again}
 			return false, nil
 		}
-		ok, err := r.write(ctx, c, sums, readTime, merged, drift)
+		ok, err := r.write(ctx, c, sums, readTime, merged, correct)
 		if err != nil || !ok {
 			return !ok && err == nil, err // raced: the document changed since it was read
 		}
-		if drift != 0 {
+		if drift != 0 || correct.Counts != nil {
 			mismatches.Add(ctx, 1)
 			log.Error("audit: a unique counter's shards differed from its members; corrected to the member count",
-				"members", sums.Count, "shards", sums.Count-drift, "drift", drift)
+				"members", sums.Count, "shards", sums.Count-drift, "drift", drift, "choice_drift", correct.Counts)
 		}
 		if sums.Count != c.Count {
 			log.Warn("reconciled a stale roll-up", "count", sums.Count,

@@ -67,8 +67,9 @@ type Store interface {
 	// Activity sums the shards' commits, and those that followed a slow
 	// one (automatic sharding reads it).
 	Activity(ctx context.Context, id string) (commits, slow int64, err error)
-	// MemberCount counts a unique counter's members at a read time.
-	MemberCount(ctx context.Context, id string, at time.Time) (int64, error)
+	// Members counts unique counter c's members at a read time (and of a
+	// choice counter, those holding each choice).
+	Members(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, error)
 	// NameMemberKinds gives a page of the member documents of unique
 	// counter c, of a kind, written before they named it, its kind, and
 	// reports whether all do now.
@@ -303,7 +304,7 @@ func (r *Roller) ensure(ctx context.Context, id string, due time.Time) error {
 			}
 			continue
 		}
-		ok, err := r.write(ctx, c, sums, readTime, merged, 0)
+		ok, err := r.write(ctx, c, sums, readTime, merged, counter.Sums{})
 		if err != nil {
 			return err
 		}
@@ -334,16 +335,16 @@ func laterOf(a, b time.Time) time.Time {
 // write is the one write path of the roll-up and of Reconcile: the
 // roll-up of c from the sums read at readTime, its change since c's for
 // the time windows, a finished merge, and correct added to a shard (a
-// unique counter's audit), in one commit. It reports whether the document
+// unique counter's audit, with a choice counter's counts), in one commit. It reports whether the document
 // was still c.
-func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct int64) (bool, error) {
+func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct counter.Sums) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
 	change := next.Count - c.Count
 	if c.Distinct {
 		change = 0 // a change of an estimate counts nobody in a window
 	}
 	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
-		Reshard: grew || merged, Correct: correct})
+		Reshard: grew || merged, Correct: correct.Count, CorrectCounts: correct.Counts})
 	if ok {
 		writes.Add(ctx, 1)
 		r.learn(c.ID, knowledge{asOf: readTime})

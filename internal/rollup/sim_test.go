@@ -481,7 +481,9 @@ func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error
 	return r.(int64), 0, nil
 }
 
-func (s *simStore) MemberCount(context.Context, string, time.Time) (int64, error) { return 0, nil }
+func (s *simStore) Members(context.Context, counter.Counter, time.Time) (counter.Sums, error) {
+	return counter.Sums{}, nil
+}
 
 func (s *simStore) NameMemberKinds(context.Context, counter.Counter, int) (bool, error) {
 	return true, nil

@@ -49,15 +49,16 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		queries[fmt.Sprint("top of a kind by peak ", slot)] = windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByPeak(slot))
 	}
 	maps.Copy(queries, map[string]firestore.Query{
-		"list one owner's":     counters.ListQuery("uid", false, "", 20),
-		"list one owner's, on": counters.ListQuery("uid", false, "post-1", 20),
-		"list all":             counters.ListQuery("", true, "post-1", 20),
-		"sweep":                rollups.SweepQuery("post-1", 300),
-		"history":              windowStore.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
-		"top of a window":      windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "", windowstore.ByCount),
-		"top by total":         windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
-		"top of a kind":        windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
-		"top of a kind, total": windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
+		"list one owner's":               counters.ListQuery("uid", false, "", 20),
+		"list one owner's, on":           counters.ListQuery("uid", false, "post-1", 20),
+		"list all":                       counters.ListQuery("", true, "post-1", 20),
+		"sweep":                          rollups.SweepQuery("post-1", 300),
+		"history":                        windowStore.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
+		"top of a window":                windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "", windowstore.ByCount),
+		"top by total":                   windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
+		"top of a kind":                  windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
+		"top of a kind, total":           windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
+		"a choice's members (the audit)": counters.ChoiceQuery("reactions:p", "love"),
 		// A choice's buckets are of a granularity of their own: the same indexes.
 		"top of a choice":         windowStore.TopQuery(windows.Hour.Of("love"), windows.Hour.Start(now), 10, "reactions", windowstore.ByCount),
 		"top of a choice, total":  windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),

@@ -133,7 +133,8 @@ export interface Shardcount {
   watchCounts(counterId: string, onCounts: (c: CountsSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   /** The counters of kind that user uid (the signed-in user: the rules allow no other) is a member of, newest first. */
   myLikes(kind: string, uid: string, options?: { limit?: number; after?: Liked }): Promise<Liked[]>;
-  history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number }[]>;
+  /** A counter's buckets; counts: a choice counter's change of each choice in the bucket. */
+  history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number; counts?: Record<string, number> }[]>;
   top(window: Window, options?: { kind?: string; limit?: number; previous?: boolean; choice?: string }): Promise<Ranking>;
   /** Any function, with the same retry rule. */
   call<T>(name: string, data: object): Promise<T>;
@@ -262,13 +263,13 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       return page.docs.map((d) => ({ counterId: String(d.get("counter_id")), joinedAt: d.get("joined_at")?.toDate?.() ?? null, cursor: d }));
     },
     async history(counterId, granularity, range) {
-      const out = await call<{ history: { start: string; count: number }[] }>("getCounter", {
+      const out = await call<{ history: { start: string; count: number; counts?: Record<string, number> }[] }>("getCounter", {
         counter_id: counterId,
         history: granularity,
         ...(range?.from ? { from: range.from.toISOString() } : {}),
         ...(range?.to ? { to: range.to.toISOString() } : {}),
       });
-      return out.history.map((p) => ({ start: new Date(p.start), count: p.count }));
+      return out.history.map((p) => ({ start: new Date(p.start), count: p.count, ...(p.counts ? { counts: p.counts } : {}) }));
     },
     top(window, options = {}) {
       return call<Ranking>("topCounters", { window, ...options });

@@ -53,18 +53,13 @@ func (s *Store) ListQuery(owner string, all bool, after string, limit int) fires
 
 // SetRanked says whether rankings show counter id, at once: on its
 // document, and on its buckets of the windows rankings look at now (the
-// current and the previous ones); later buckets take it from the roll-up.
+// current and the previous ones, and of a choice counter each choice's
+// too, with its all-time total); later buckets take it from the roll-up.
 func (s *Store) SetRanked(ctx context.Context, id string, ranked bool) error {
 	now := s.Now()
-	var names []string
-	for _, g := range windows.All {
-		for _, previous := range []bool{false, true} {
-			names = append(names, s.name(dm.Bucket(id, g, windows.Window(g, now, previous))))
-		}
-	}
 	flag := map[string]*pb.Value{dm.FieldRanked: fs.BoolValue(ranked)}
 	c, resp, err := s.Update(ctx, id, false, "rank counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
-		buckets, _, err := s.db.GetAll(ctx, names, time.Time{})
+		buckets, _, err := s.db.GetAll(ctx, s.rankedBuckets(c, now), time.Time{})
 		if err != nil {
 			return nil, fs.Classify(err, "read the buckets of "+id)
 		}
@@ -84,6 +79,22 @@ func (s *Store) SetRanked(ctx context.Context, id string, ranked bool) error {
 	return nil
 }
 
+// rankedBuckets are the buckets of counter c that rankings look at now.
+func (s *Store) rankedBuckets(c counter.Counter, now time.Time) []string {
+	var names []string
+	for _, choice := range append([]string{""}, c.Choices...) {
+		for _, g := range windows.All {
+			for _, previous := range []bool{false, true} {
+				names = append(names, s.name(dm.Bucket(c.ID, g.Of(choice), windows.Window(g, now, previous))))
+			}
+		}
+		if choice != "" {
+			names = append(names, s.name(dm.Bucket(c.ID, windows.AllTime.Of(choice), windows.AllTimeStart)))
+		}
+	}
+	return names
+}
+
 // IsMember reports whether uid is a member of unique counter id, and
 // their choice (of a choice counter).
 func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, string, error) {
@@ -97,6 +108,25 @@ func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, string, err
 	d := fs.DocOf(pd)
 	choice := d.Str(dm.FieldChoice)
 	return true, choice, d.Err()
+}
+
+// ChoiceCounts returns how many members of choice counter c held each
+// choice at read time at: one COUNT a choice.
+func (s *Store) ChoiceCounts(ctx context.Context, c counter.Counter, at time.Time) (map[string]int64, error) {
+	counts := map[string]int64{}
+	for _, choice := range c.Choices {
+		n, err := s.db.CountOf(ctx, s.ChoiceQuery(c.ID, choice), at)
+		if err != nil {
+			return nil, fs.Classify(err, "count the members of "+c.ID)
+		}
+		counts[choice] = n
+	}
+	return counts, nil
+}
+
+// ChoiceQuery is ChoiceCounts' query of one choice, for the index check.
+func (s *Store) ChoiceQuery(id, choice string) firestore.Query {
+	return s.db.Collection(dm.UnderCounter(id, dm.Members)).Where(dm.FieldChoice, "==", choice)
 }
 
 // MemberCount returns how many members unique counter id had at read time
@@ -135,7 +165,7 @@ func (s *Store) Members(ctx context.Context, id, after string, limit int) ([]cou
 	out := make([]counter.Member, len(docs))
 	for i, pd := range docs {
 		d := fs.DocOf(pd)
-		out[i] = counter.Member{UID: d.ID, JoinedAt: d.Time(dm.FieldJoinedAt)}
+		out[i] = counter.Member{UID: d.ID, JoinedAt: d.Time(dm.FieldJoinedAt), Choice: d.Str(dm.FieldChoice)}
 	}
 	next := ""
 	if len(docs) == limit {

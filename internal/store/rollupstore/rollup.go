@@ -73,8 +73,8 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
 		writes = append(writes, s.choiceWrites(c, r.Changes, choicePeaks)...)
 	}
-	if r.Correct != 0 {
-		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Commits: 1}))
+	if r.Correct != 0 || r.CorrectCounts != nil {
+		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Counts: r.CorrectCounts, Commits: 1}))
 	}
 	sent := s.counters.Now() // the cache's life starts with the commit, not its answer
 	resp, err := s.db.Commit(ctx, writes...)

@@ -52,10 +52,15 @@ func (s *Store) Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.
 	return sums, at, err
 }
 
-// MemberCount returns how many members unique counter id had at read time
-// at.
-func (s *Store) MemberCount(ctx context.Context, id string, at time.Time) (int64, error) {
-	return s.counters.MemberCount(ctx, id, at)
+// Members counts unique counter c's members at read time at, and of a
+// choice counter those holding each choice.
+func (s *Store) Members(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, error) {
+	n, err := s.counters.MemberCount(ctx, c.ID, at)
+	sums := counter.Sums{Count: n}
+	if err == nil && c.Choices != nil {
+		sums.Counts, err = s.counters.ChoiceCounts(ctx, c, at)
+	}
+	return sums, err
 }
 
 // NameMemberKinds is counterstore's.
