@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,41 @@ func TestBadBytesAreAnError(t *testing.T) {
 	}
 	if s, err := Parse(nil); err != nil || s.Estimate() != 0 {
 		t.Errorf("no bytes: %v, %v; want an empty sketch", s, err)
+	}
+}
+
+var table = flag.Bool("table", false, "print the estimate's error table of bench/README.md (10³ to 10⁶ members, 5 runs each)")
+
+// TestErrorTable prints, with -table, the estimate's relative error at
+// 10³ to 10⁶ distinct members over 10 shards, median and worst of five
+// runs of other members each: bench/README.md's "Distinct counts".
+func TestErrorTable(t *testing.T) {
+	if !*table {
+		t.Skip("with -table")
+	}
+	fmt.Println("| members | median error | worst error | sketch bytes (one shard) |")
+	fmt.Println("|---:|---:|---:|---:|")
+	for _, n := range []int{1_000, 10_000, 100_000, 1_000_000} {
+		var errs []float64
+		size := 0
+		for run := range 5 {
+			shards := make([]*Sketch, 10)
+			for i := range shards {
+				shards[i] = New()
+			}
+			for i, m := range members(fmt.Sprintf("run%d", run), n) {
+				shards[i%10].Add(m)
+			}
+			whole := New()
+			for _, s := range shards {
+				if err := whole.Merge(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			size = max(size, len(shards[0].Bytes()))
+			errs = append(errs, math.Abs(float64(whole.Estimate()-int64(n)))/float64(n))
+		}
+		slices.Sort(errs)
+		fmt.Printf("| %d | %.2f%% | %.2f%% | %d |\n", n, 100*errs[2], 100*errs[4], size)
 	}
 }
