@@ -55,6 +55,12 @@ func (c *Client) LikeFor(ctx context.Context, id, uid string, like bool) (Increm
 	return c.change(ctx, map[string]any{"counter_id": id, "delta": delta, "member": uid})
 }
 
+// View adds the signed-in user to distinct counter id (unique viewers);
+// a view again changes nothing.
+func (c *Client) View(ctx context.Context, id string) (Incremented, error) {
+	return c.change(ctx, map[string]any{"counter_id": id})
+}
+
 // React sets the signed-in user's choice on choice counter id, in place
 // of any other ("" removes it). Retried with one key, it applies once.
 func (c *Client) React(ctx context.Context, id, choice string) (Incremented, error) {
@@ -162,6 +168,10 @@ type Counter struct {
 	// caller's own.
 	Counts map[string]int64 `json:"counts,omitempty"`
 	Choice *string          `json:"choice,omitempty"`
+	// Estimate: Count is a distinct counter's estimate, of relative
+	// StandardError.
+	Estimate      bool    `json:"estimate,omitempty"`
+	StandardError float64 `json:"standard_error,omitempty"`
 }
 
 // Get reads counter id: the roll-up's total, or with strong its exact

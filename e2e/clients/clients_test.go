@@ -94,6 +94,7 @@ func kinds(t *testing.T) string {
 		t.Fatalf("the social app guide's kinds: %v", err)
 	}
 	k["received"] = json.RawMessage(`{"decrement": "users"}`)
+	k["watchers"] = json.RawMessage(`{"distinct": true}`)
 	b, _ := json.Marshal(k)
 	return string(b)
 }
@@ -118,7 +119,7 @@ func TestTheWebClient(t *testing.T) {
 
 	t.Run("against dev.sh", func(t *testing.T) {
 		out := node(t, app, "node.mjs", recipe(t), append(env, "FUNCTIONS="+strings.TrimPrefix(dev.Functions(), "http://"))...)
-		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history"} {
+		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history", "viewers: one, an estimate; rising ranks"} {
 			if !strings.Contains(out, line) {
 				t.Errorf("no %q:\n%s", line, out)
 			}

@@ -81,5 +81,12 @@ const history = await sc.history(`views:${post}`, "minute");
 assert.equal(history.reduce((s, h) => s + h.count, 0), 3);
 assert.ok(history[0].start instanceof Date);
 console.log("views, ranking and history");
+// Unique viewers (a distinct kind): a view again changes nothing, and the
+// count says it is an estimate.
+for (let i = 0; i < 2; i++) await sc.view(`watchers:${post}`);
+await until((f, e) => sc.watchCount(`watchers:${post}`, f, e), (c) => c.count === 1 && c.estimate, "one viewer, an estimate");
+const rising = await sc.top("rising", { kind: "views" });
+assert.equal(rising.window, "rising");
+console.log("viewers: one, an estimate; rising ranks");
 assert.deepEqual(waits, []); // nothing was retried against dev.sh
 process.exit(0);

@@ -90,10 +90,12 @@ export interface CountSnapshot {
   exists: boolean;
   /** It was deleted: render it as gone, not as 0. */
   deleted: boolean;
+  /** count is a distinct counter's estimate (about 0.8%): render it as such ("about 1.2M"). */
+  estimate: boolean;
 }
 
 export type Granularity = "minute" | "hour" | "day";
-export type Window = Granularity | "last_hour" | "last_day" | "all";
+export type Window = Granularity | "last_hour" | "last_day" | "all" | "rising";
 
 export interface Ranking {
   window: Window;
@@ -125,6 +127,8 @@ export interface Shardcount {
   toggle(counterId: string, liked: boolean, options?: { key?: string }): Promise<Like>;
   watchCount(counterId: string, onCount: (c: CountSnapshot) => void, onError?: (e: Error) => void): Unsubscribe;
   watchLiked(counterId: string, uid: string, onLiked: (liked: boolean) => void, onError?: (e: Error) => void): Unsubscribe;
+  /** Adds the signed-in user to a distinct kind's counter (unique viewers): again changes nothing. */
+  view(counterId: string): Promise<Increment>;
   /** Sets the user's choice on a choice kind's counter, in place of any other; "" removes it. */
   react(counterId: string, choice: string, options?: { key?: string }): Promise<Reaction>;
   /** The user's choice, live: "" when they have none. uid: the signed-in user (the rules allow no other). */
@@ -231,6 +235,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       asOf: rolledUp(data?.rollup_as_of?.toDate?.()),
       exists: exists && !deleted,
       deleted,
+      estimate: data?.distinct === true,
     };
   }
 
@@ -253,6 +258,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       return onSnapshot(doc(firestore, "counters", counterId, "members", uid), (snap) => onLiked(snap.exists()), onError);
     },
     react: (counterId, choice, options = {}) => react(counterId, choice, options.key),
+    view: (counterId) => change(counterId, 1),
     watchReaction(counterId, uid, onChoice, onError) {
       return onSnapshot(doc(firestore, "counters", counterId, "members", uid), (snap) => onChoice(String(snap.get("choice") ?? "")), onError);
     },
