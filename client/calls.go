@@ -198,11 +198,15 @@ type Ranking struct {
 	Counters []struct {
 		CounterID string `json:"counter_id"`
 		Count     int64  `json:"count"`
+		// Of window rising: the mean per hour before the last, and how
+		// far above it the last hour is.
+		BaselinePerHour *float64 `json:"baseline_per_hour,omitempty"`
+		Score           *float64 `json:"score,omitempty"`
 	} `json:"counters"`
 }
 
 // Top ranks counters of window (minute, hour, day, last_hour, last_day,
-// all), of kind when not "", limit of them (0: the default).
+// all, rising), of kind when not "", limit of them (0: the default).
 func (c *Client) Top(ctx context.Context, window, kind string, limit int) (Ranking, error) {
 	return c.TopChoice(ctx, window, kind, "", limit)
 }

@@ -90,6 +90,9 @@ type Increments interface {
 // Windows are the roll-up's buckets read back.
 type Windows interface {
 	History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, error)
+	// Rising ranks what is rising now, among depth counters of each of
+	// the current and the previous hour; it returns how many it scored.
+	Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error)
 	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error)
 	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
 }

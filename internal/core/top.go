@@ -54,12 +54,29 @@ type TopCountersResponse struct {
 	// among these (almost always; see docs/guides/trending.md). When
 	// false, Counters holds only those sure of their place, first.
 	Exact *bool `json:"exact,omitempty"`
+	// Rising names the parameters of window=rising.
+	Rising *RisingParameters `json:"rising,omitempty"`
 }
 
-// RankedCounter is one counter of a ranking.
+// RisingParameters are what a rising ranking scored with
+// (docs/design/windows.md): score = (last hour − λ) / √(λ + prior), λ the
+// mean per hour of the baseline hours before.
+type RisingParameters struct {
+	Prior         float64 `json:"prior"`
+	BaselineHours int     `json:"baseline_hours"`
+	// Candidates is how many counters were scored: the first by count of
+	// the current and the previous hour.
+	Candidates int `json:"candidates"`
+}
+
+// RankedCounter is one counter of a ranking: of a rising one, Count is
+// its last 60 minutes', Baseline its mean per hour before, and Score how
+// far above it that is.
 type RankedCounter struct {
-	CounterID string `json:"counter_id"`
-	Count     int64  `json:"count"`
+	CounterID string   `json:"counter_id"`
+	Count     int64    `json:"count"`
+	Baseline  *float64 `json:"baseline_per_hour,omitempty"`
+	Score     *float64 `json:"score,omitempty"`
 }
 
 var rollingWindows = map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}
@@ -85,12 +102,20 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 	var start time.Time
 	rolling, isRolling := rollingWindows[window]
 	switch {
+	case window == "rising":
+		if body.Previous != nil || body.Choice != nil {
+			return TopCountersResponse{}, errs.Invalid("window", "rising goes without previous or choice")
+		}
+		if core.cfg.Windows == nil {
+			return TopCountersResponse{}, errs.New(errs.FailedPrecondition, "window: the roll-up keeps no windows (WINDOWS=off), which rising scores")
+		}
+		return core.rising(ctx, caller, resp, limit, kind)
 	case window == "all" || isRolling:
 		if body.Previous != nil {
 			return TopCountersResponse{}, errs.Invalid("previous", "goes with window minute, hour or day")
 		}
 	case window == "":
-		return TopCountersResponse{}, errs.Invalid("window", "is required: minute, hour, day, last_hour, last_day or all")
+		return TopCountersResponse{}, errs.Invalid("window", "is required: minute, hour, day, last_hour, last_day, all or rising")
 	default:
 		if g, err = windows.Parse("window", window); err != nil {
 			return TopCountersResponse{}, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\" or \"all\"")
@@ -126,6 +151,33 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 	resp.Counters = make([]RankedCounter, len(ranked))
 	for i, r := range ranked {
 		resp.Counters[i] = RankedCounter{CounterID: r.CounterID, Count: r.Count}
+	}
+	return resp, nil
+}
+
+// risingDepth is how many counters of each of the current and the
+// previous hour a rising ranking scores.
+const risingDepth = 50
+
+// rising ranks what is rising now (windows.RisingNow), at most
+// maxRollingLimit counters, for tokens of top per topReads of what it
+// reads at most.
+func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersResponse, limit int, kind string) (TopCountersResponse, error) {
+	if limit > maxRollingLimit {
+		return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for rising", maxRollingLimit)
+	}
+	if err := core.allow(ctx, caller, ratelimit.Top, (6*risingDepth+topReads-1)/topReads); err != nil {
+		return TopCountersResponse{}, err
+	}
+	r := windows.RisingNow
+	scored, candidates, err := core.windows.Rising(ctx, r, time.Now(), risingDepth, limit, kind)
+	if err != nil {
+		return TopCountersResponse{}, err
+	}
+	resp.Rising = &RisingParameters{Prior: r.Prior, BaselineHours: r.BaselineHours, Candidates: candidates}
+	resp.Counters = make([]RankedCounter, len(scored))
+	for i, s := range scored {
+		resp.Counters[i] = RankedCounter{CounterID: s.CounterID, Count: s.Count, Baseline: &s.Baseline, Score: &s.Score}
 	}
 	return resp, nil
 }

@@ -51,3 +51,21 @@ func TestRange(t *testing.T) {
 		t.Error("week parsed")
 	}
 }
+
+func TestRisingIsSmoothed(t *testing.T) {
+	r := RisingNow
+	if few, many := r.Score(3, 0), r.Score(300, 30*24); few >= many {
+		t.Errorf("3 after none scores %.2f, 300 after 30 an hour %.2f: the few must not beat the many", few, many)
+	}
+	if steady, jump := r.Score(1000, 1000*24), r.Score(100, 10*24); steady >= jump || steady != 0 {
+		t.Errorf("a steady 1,000 an hour scores %.2f, a jump from 10 to 100 %.2f", steady, jump)
+	}
+	if falling := r.Score(5, 50*24); falling >= 0 {
+		t.Errorf("falling from 50 to 5 scores %.2f, want below 0", falling)
+	}
+	now := time.Date(2026, 11, 26, 10, 25, 30, 0, time.UTC)
+	from, to := r.Baseline(now)
+	if want := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC); !to.Equal(want) || !from.Equal(want.Add(-24*time.Hour)) {
+		t.Errorf("baseline of a last hour ending at %s: %s to %s", now, from, to)
+	}
+}

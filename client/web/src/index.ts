@@ -107,7 +107,10 @@ export interface Ranking {
    * first, and others may rank below them: show it as such.
    */
   exact?: boolean;
-  counters: { counter_id: string; count: number }[];
+  /** Of window "rising": what it scored with. */
+  rising?: { prior: number; baseline_hours: number; candidates: number };
+  /** Of "rising": count is the last 60 minutes', baseline_per_hour the mean per hour before, score how far above it. */
+  counters: { counter_id: string; count: number; baseline_per_hour?: number; score?: number }[];
 }
 
 /** One of a user's memberships ("my likes"), newest first. */

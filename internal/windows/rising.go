@@ -1,0 +1,49 @@
+package windows
+
+import (
+	"math"
+	"time"
+)
+
+// Rising scores what is rising: how far a counter's last hour is above
+// its own baseline, the hours before it. Its count of the last 60 minutes,
+// x, is weighed against λ, its mean per hour over the BaselineHours
+// before: score = (x − λ) / √(λ + Prior), a Poisson z-score (a count of
+// mean λ varies by about √λ) with a prior of Prior events an hour of noise
+// added to the variance, so a counter with no baseline needs more than a
+// few events to score: 3 after none score 3/√10 ≈ 0.9, 300 after 30 an
+// hour (270)/√40 ≈ 43. A steady counter, however large, scores about 0;
+// one falling scores below 0 and is not listed.
+type Rising struct {
+	// Prior is the events an hour of noise: the larger, the more a small
+	// counter must gain to rank.
+	Prior float64
+	// BaselineHours is how many hours before the last one make the
+	// baseline.
+	BaselineHours int
+}
+
+// RisingNow are the parameters topCounters?window=rising ranks with.
+var RisingNow = Rising{Prior: 10, BaselineHours: 24}
+
+// Score is the score of a last hour of x after baseline events in the
+// BaselineHours before.
+func (r Rising) Score(x, baseline int64) float64 {
+	lambda := max(float64(baseline), 0) / float64(r.BaselineHours)
+	return (float64(x) - lambda) / math.Sqrt(lambda+r.Prior)
+}
+
+// Baseline is the span of hour buckets of the baseline, for a last hour
+// ending at now: the BaselineHours before the hour holding its start.
+func (r Rising) Baseline(now time.Time) (from, to time.Time) {
+	to = Hour.Start(LastHour.From(now))
+	return to.Add(-time.Duration(r.BaselineHours) * time.Hour), to
+}
+
+// Scored is a counter of a rising ranking.
+type Scored struct {
+	Ranked
+	// Count is its last hour's; Baseline its mean per hour before.
+	Baseline float64
+	Score    float64
+}
