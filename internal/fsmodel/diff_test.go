@@ -146,8 +146,12 @@ var (
 	topDocs   = []string{"c/a", "c/b", "c/c"}
 	subDocs   = []string{"c/a/s/0", "c/a/s/1", "c/a/s/2", "c/b/s/0"}
 	allDocs   = append(slices.Clone(topDocs), subDocs...)
-	intFields = []string{"n", "m", "x.y"}
+	intFields = []string{"n", "m", "x.y", "x.z"} // x is a map, as a choice counter's counts are
 )
+
+// sumFields are what an aggregation sums: a shard's count, and a choice's
+// by its dotted path (a strong read of a choice counter sums each alone).
+var sumFields = [][]string{{"n"}, {"n", "m"}, {"x.y"}, {"x.z"}, {"n", "x.y"}}
 
 func randInt(r *rand.Rand) int64 {
 	switch r.IntN(8) {
@@ -173,8 +177,13 @@ func randomWrite(r *rand.Rand, name string, commits int) (func(w *world) *pb.Wri
 	if r.IntN(2) == 0 {
 		fields["s"] = &pb.Value{ValueType: &pb.Value_StringValue{StringValue: fmt.Sprint("v", r.IntN(3))}}
 	}
-	if r.IntN(4) == 0 {
+	switch r.IntN(6) {
+	case 0:
 		fields["x"] = &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{Fields: map[string]*pb.Value{"y": intV(randInt(r))}}}}
+	case 1:
+		// An empty map, as a choice counter's document is created with
+		// counts: {}.
+		fields["x"] = &pb.Value{ValueType: &pb.Value_MapValue{MapValue: &pb.MapValue{}}}
 	}
 	if r.IntN(2) == 0 {
 		// A time the client writes, to the nanosecond: kept to the
@@ -184,7 +193,9 @@ func randomWrite(r *rand.Rand, name string, commits int) (func(w *world) *pb.Wri
 	}
 	var mask []string
 	if r.IntN(2) == 0 {
-		for _, f := range append(slices.Clone(intFields), "s") {
+		// x whole: the map the write holds replaces the document's, as the
+		// roll-up writes a choice counter's counts.
+		for _, f := range append(slices.Clone(intFields), "s", "x") {
 			if r.IntN(3) == 0 {
 				mask = append(mask, f)
 			}
@@ -323,7 +334,7 @@ func randomOp(r *rand.Rand, commits int) op {
 	case 8:
 		coll := []string{"c/a/s", "c/b/s", "c"}[r.IntN(3)]
 		sym := r.IntN(commits+1) - 1
-		fields := []string{"n", "m"}[:1+r.IntN(2)]
+		fields := sumFields[r.IntN(len(sumFields))]
 		count := r.IntN(2) == 0
 		// A filtered one, as a rolling window sums a counter's minutes
 		// from a start on.

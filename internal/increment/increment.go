@@ -14,6 +14,7 @@ package increment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -164,6 +165,16 @@ func (b *Batch) Pending() []int { return b.pending }
 // Creates reports whether a commit now creates the counter: it did not
 // exist when read (its first use).
 func (b *Batch) Creates() bool { return b.Counter.Version.IsZero() }
+
+// Outdated reports whether the members read for a first use show that
+// the counter was created since it was read: one is a member already. The
+// commit then goes the way of a lost race (the counter and the keys'
+// records read again), as its plan may write nothing and answer a keyed
+// op from the members alone, when its key's record, written with the
+// counter, holds another outcome.
+func (b *Batch) Outdated(members map[string]Membership) bool {
+	return b.Creates() && slices.ContainsFunc(slices.Collect(maps.Values(members)), func(m Membership) bool { return m.Member })
+}
 
 // Users are the users of the pending ops, in order of appearance: the
 // members a unique counter's commit depends on.

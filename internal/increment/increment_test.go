@@ -392,3 +392,27 @@ func TestARepeatedKeyIsAnsweredByItsStoredRecord(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestAFirstUseThatFindsAMemberIsOutdated: a counter read as absent whose
+// members show one already (another device's first like created it, with
+// its key's record) is a lost race, never an empty plan answered from the
+// members (internal/sim seed 312).
+func TestAFirstUseThatFindsAMemberIsOutdated(t *testing.T) {
+	member := Membership{Member: true, Version: created}
+	for _, tc := range []struct {
+		name    string
+		c       counter.Counter
+		members map[string]Membership
+		want    bool
+	}{
+		{"a first use, no member", unused, map[string]Membership{"u": {}}, false},
+		{"a first use, a member already", unused, map[string]Membership{"u": {}, "v": member}, true},
+		{"a counter that exists, a member", unique, map[string]Membership{"u": member}, false},
+	} {
+		b := New(tc.c, 0, []Op{add("u", 1, "k")})
+		b.Next()
+		if got := b.Outdated(tc.members); got != tc.want {
+			t.Errorf("%s: outdated %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -93,6 +93,7 @@ func (w *world) checkAlways(id string) {
 		if members := len(w.under(id, "members", time.Time{})); int64(members) != sum {
 			w.problem("unique counter %s counts %d with %d members", id, sum, members)
 		}
+		w.checkChoicesAlways(id, d)
 	}
 }
 
@@ -143,6 +144,7 @@ func (w *world) checkStrong(o *op) {
 	if !o.ok() {
 		return
 	}
+	w.checkStrongCounts(o)
 	at := o.asOf()
 	switch d := w.counterDoc(o.counter, at); {
 	case d == nil && o.answer.Count == 0 && strings.Contains(o.counter, ":"):
@@ -235,9 +237,13 @@ func (w *world) checkQuiescence() {
 			}
 		}
 		w.checkBuckets(id)
-		if field(d, "unique").GetBooleanValue() {
+		switch {
+		case choicesOf(d) != nil:
+			w.checkChoiceRollup(id, d)
+			w.checkChoices(id)
+		case field(d, "unique").GetBooleanValue():
 			w.checkMembers(id)
-		} else {
+		default:
 			w.checkExact(id, sum)
 		}
 	}

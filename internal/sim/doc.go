@@ -5,7 +5,8 @@
 // held to the emulator by its differential test), with calls that apply
 // at any time up to their deadline and fail before or after they apply,
 // events delivered at least once and in any order, clients that retry,
-// give up, reuse keys and pour into hot counters.
+// give up, reuse keys and pour into hot counters, and users who react to
+// a post from two devices at once.
 //
 // One seed replays one schedule exactly:
 //

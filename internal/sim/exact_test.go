@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -245,104 +244,6 @@ func (w *world) checkRecord(o *op, id string, from time.Time) {
 		w.problem("%s answered member=%v changed=%v, and its key has no record in counter %s: a retry with it would apply again", o, *o.answer.Member, *o.answer.Changed, id)
 	}
 }
-
-// lop is one operation of a linearizability check of a user's
-// membership: a like or unlike (join), or a read of the membership.
-type lop struct {
-	start, end      time.Time
-	join, read      bool
-	member, changed bool // what it answered (a read: what it saw)
-	optional        bool // its outcome is unknown: taken or not
-	what            string
-}
-
-func (l *lop) String(w *world) string {
-	verb := "unlike"
-	switch {
-	case l.read:
-		verb = "read"
-	case l.join:
-		verb = "like"
-	}
-	answer := fmt.Sprintf("member=%v changed=%v", l.member, l.changed)
-	if l.optional {
-		answer = "unknown"
-	}
-	return fmt.Sprintf("%s [%s, %s] %s (%s)", verb, w.rel(l.start), w.rel(l.end), answer, l.what)
-}
-
-// linearizable searches for a serial order of ops, each taken at an
-// instant within its window (an optional one perhaps never), that gives
-// every one its answer, starting from no membership (the Wing–Gong
-// search, with the states it has been in remembered). judged is false when
-// the search gave up: past searchBudget states.
-func linearizable(ops []*lop) (ok, judged bool) {
-	slices.SortStableFunc(ops, func(a, b *lop) int { return a.start.Compare(b.start) })
-	n := len(ops)
-	done := make([]bool, n)
-	bits := make([]byte, (n+8)/8)
-	seen := map[string]bool{}
-	var search func(left int, in bool) bool
-	search = func(left int, in bool) bool {
-		if left == 0 {
-			return true
-		}
-		if len(seen) > searchBudget {
-			return false
-		}
-		for i := range bits {
-			bits[i] = 0
-		}
-		for i, d := range done {
-			if d {
-				bits[i/8] |= 1 << (i % 8)
-			}
-		}
-		if in {
-			bits[n/8] |= 1 << (n % 8)
-		}
-		key := string(bits)
-		if seen[key] {
-			return false
-		}
-		seen[key] = true
-		// The next one taken starts before every other required one ends.
-		first := time.Time{}
-		for i, o := range ops {
-			if !done[i] && !o.optional && (first.IsZero() || o.end.Before(first)) {
-				first = o.end
-			}
-		}
-		for i, o := range ops {
-			if done[i] || !first.IsZero() && o.start.After(first) {
-				continue
-			}
-			done[i] = true
-			if o.optional && search(left-1, in) { // never taken
-				return true
-			}
-			next, ok := in, true
-			switch {
-			case o.read:
-				ok = in == o.member
-			default:
-				changed := in != o.join
-				next = o.join
-				ok = o.optional || changed == o.changed && next == o.member
-			}
-			if ok && search(left-1, next) {
-				return true
-			}
-			done[i] = false
-		}
-		return false
-	}
-	ok = search(n, false)
-	return ok, ok || len(seen) <= searchBudget
-}
-
-// searchBudget bounds the states one search visits.
-const searchBudget = 200_000
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

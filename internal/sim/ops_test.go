@@ -44,6 +44,11 @@ type op struct {
 	answer       answer
 	items        []*op // a batch's items
 	batch        *op   // an item's batch
+	// react is a choice counter's op: it sets choice ("" removes the
+	// user's, sent as a −1 without a choice when byDelta).
+	react   bool
+	choice  string
+	byDelta bool
 }
 
 // answer is what a function answered, the fields the invariants read.
@@ -60,6 +65,11 @@ type answer struct {
 	Replayed bool     `json:"replayed"`
 	Exact    *bool    `json:"exact"`
 	Counters []ranked `json:"counters"`
+	// A choice counter's: the caller's choice after and before an
+	// increment (and as a read saw it), and a read's counts by choice.
+	Choice   *string          `json:"choice"`
+	Previous *string          `json:"previous"`
+	Counts   map[string]int64 `json:"counts"`
 	Results  []struct {
 		Status int `json:"status"`
 		answer
@@ -67,6 +77,9 @@ type answer struct {
 }
 
 func (o *op) String() string {
+	if o.react {
+		return fmt.Sprintf("op %d %s %s#%d on %d (user %q key %q choice %q attempt %d) -> %d", o.n, o.fn, o.counter, o.inc, o.inst, o.user, o.key, o.choice, o.attempt, o.status)
+	}
 	return fmt.Sprintf("op %d %s %s#%d on %d (user %q key %q delta %d attempt %d) -> %d", o.n, o.fn, o.counter, o.inc, o.inst, o.user, o.key, o.delta, o.attempt, o.status)
 }
 
@@ -103,7 +116,18 @@ func (w *world) send(o *op, method, body string, done func()) {
 	} else {
 		rd = strings.NewReader(body)
 	}
-	ctx, cancel := context.WithCancel(tagged(context.Background(), fmt.Sprintf("op%06d", o.n)))
+	tag := tagged(context.Background(), fmt.Sprintf("op%06d", o.n))
+	ctx, cancel := context.WithCancel(tag)
+	if o.fn == "incrementCounter" {
+		// The client's own deadline, a millisecond short of the
+		// function's (FIRESTORE_DEADLINE): an increment's flush, begun at
+		// the instant its request did, has the function's deadline too,
+		// and a request and its flush ending at one instant would leave
+		// which of them answers to the group commit's select, at random
+		// (a seed would not replay).
+		cancel()
+		ctx, cancel = context.WithDeadline(tag, time.Now().Add(deadline-time.Millisecond))
+	}
 	req := httptest.NewRequestWithContext(ctx, method, target, rd)
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
@@ -168,6 +192,10 @@ func (w *world) isUnique(id string) bool {
 // user on a unique counter, a random delta of an admin on a plain one;
 // with a key half the time, retried with it after a 503, as clients do.
 func (w *world) increment(id string, inst int) {
+	if isChoice(id) {
+		w.tap(id, inst, reactors[w.rng.IntN(len(reactors))], nil)
+		return
+	}
 	key := ""
 	if w.rng.IntN(2) == 0 {
 		key = fmt.Sprintf("k%d", w.rng.IntN(1_000_000))
@@ -232,6 +260,10 @@ func (w *world) add(id string, inst int, delta int64, key string) *op {
 }
 
 func (w *world) sendIncrement(o *op) {
+	if o.react {
+		w.sendTap(o, nil)
+		return
+	}
 	w.send(o, http.MethodPost, fmt.Sprintf(`{"counter_id":%q,"delta":%d}`, o.counter, o.delta), func() { w.retry(o) })
 }
 
@@ -244,6 +276,7 @@ func (w *world) retry(o *op) {
 	w.at(time.Now().Add(time.Duration(100+w.rng.IntN(400))*time.Millisecond), func() {
 		r := w.newOp("incrementCounter", o.counter, w.pick())
 		r.user, r.key, r.delta, r.unique, r.attempt, r.first = o.user, o.key, o.delta, o.unique, o.attempt+1, o.first
+		r.react, r.choice, r.byDelta = o.react, o.choice, o.byDelta
 		if r.first == nil {
 			r.first = o
 		}
@@ -278,6 +311,11 @@ func (w *world) batch() {
 		}
 		b.items = append(b.items, it)
 		item := fmt.Sprintf(`{"counter_id":%q,"delta":%d`, id, it.delta)
+		if isChoice(id) {
+			it.react, it.unique, it.choice = true, false, randomChoice(w.rng)
+			it.delta = choiceDelta(it.choice)
+			item = fmt.Sprintf(`{"counter_id":%q,"choice":%q`, id, it.choice)
+		}
 		if it.key != "" {
 			item += fmt.Sprintf(`,"idempotency_key":%q`, it.key)
 		}
@@ -357,119 +395,6 @@ func (w *world) strongOn(n int, id string) *op {
 	o := w.newOp("getCounter", id, n)
 	w.send(o, http.MethodGet, "consistency=strong&counter_id="+url.QueryEscape(id), func() { w.checkStrong(o) })
 	return o
-}
-
-// randomSchedule plans the operations: the plain counters are created at
-// the start (some unique), then random work until activeFor.
-func (w *world) randomSchedule() {
-	start := w.epoch
-	w.quietAt = start.Add(w.cfg.activeFor)
-	w.endAt = w.quietAt.Add(10 * time.Minute)
-	for i, id := range w.counters {
-		if strings.Contains(id, ":") {
-			continue // created by its first use
-		}
-		w.at(start, func() { w.create(id, i%2 == 0) })
-	}
-	for range w.cfg.ops {
-		t := start.Add(10*time.Millisecond + time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
-		id := w.counters[w.rng.IntN(len(w.counters))]
-		switch k := w.rng.IntN(100); {
-		case k < 45:
-			w.at(t, func() { w.increment(id, w.pick()) })
-		case k < 55:
-			w.at(t, func() { w.batch() })
-		case k < 63:
-			w.at(t, func() { w.reconcileOn(w.pick(), id) })
-		case k < 70:
-			w.at(t, func() { w.strongOn(w.pick(), id) })
-		case !w.cfg.lifecycle:
-			w.at(t, func() { w.increment(id, w.pick()) })
-		case k < 78:
-			w.at(t, func() { w.reset(id) })
-		case k < 85:
-			w.at(t, func() { w.reshard(id) })
-		case k < 92:
-			w.at(t, func() { w.deleteOn(w.pick(), id) })
-			// …and created again once its id is free, sometimes by two
-			// clients at once, while reconcile purges the tombstone.
-			reuse := t.Add(lateWrites + time.Duration(w.rng.IntN(2000))*time.Millisecond)
-			w.at(reuse, func() { w.create(id, w.rng.IntN(2) == 0) })
-			if w.rng.IntN(2) == 0 {
-				w.at(reuse.Add(time.Duration(w.rng.IntN(300))*time.Millisecond), func() { w.create(id, w.rng.IntN(2) == 0) })
-			}
-			if w.rng.IntN(2) == 0 {
-				w.at(reuse.Add(time.Duration(w.rng.IntN(600)-300)*time.Millisecond), func() { w.reconcileOn(w.pick(), id) })
-			}
-		default:
-			w.at(t, func() { w.create(id, w.rng.IntN(2) == 0) })
-		}
-	}
-	if w.cfg.kinds {
-		for range 1 + w.rng.IntN(4) {
-			t := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
-			w.at(t, func() { w.read(noPost, w.pick(), users[w.rng.IntN(len(users))], "") })
-		}
-	}
-	if w.cfg.audits {
-		for range 1 + w.rng.IntN(3) {
-			w.at(start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor+lateWrites)))), func() { w.audit(w.pick()) })
-		}
-	}
-	if w.cfg.hot {
-		// A post whose likes and views pour in: increments every few
-		// milliseconds through every instance, while the counters cached
-		// at the start expire, so flushes mix ops read before and after.
-		// It straddles the end of the cached counters read at the start.
-		id := w.counters[w.rng.IntN(len(w.counters))]
-		from := start.Add(cacheFor - 500*time.Millisecond + time.Duration(w.rng.IntN(1000))*time.Millisecond)
-		for t := from; t.Before(from.Add(1500 * time.Millisecond)); t = t.Add(time.Duration(5+w.rng.IntN(15)) * time.Millisecond) {
-			w.at(t, func() { w.increment(id, w.pick()) })
-		}
-	}
-	if w.cfg.resetStorm && len(w.counters) > 1 {
-		// Ten resets of one counter at once, through every instance, as a
-		// client retrying after 503s would send them.
-		t := start.Add(w.cfg.activeFor / 2)
-		for range 10 {
-			w.at(t, func() { w.reset(w.counters[1]) })
-		}
-	}
-	if w.cfg.contention {
-		// One user toggles a like through every instance, keyless, every
-		// 10–30 ms for a second, while others like the same counter.
-		from := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
-		for t := from; t.Before(from.Add(time.Second)); t = t.Add(time.Duration(10+w.rng.IntN(20)) * time.Millisecond) {
-			w.at(t, func() { w.like(w.counters[0], w.pick(), users[0], "", int64(1-2*w.rng.IntN(2))) })
-			if w.rng.IntN(4) == 0 {
-				w.at(t, func() {
-					for _, u := range users[1:] {
-						w.like(w.counters[0], w.pick(), u, "", 1)
-					}
-				})
-			}
-		}
-	}
-	// Scheduled runs come in the middle of the work too: what they pass
-	// must not be written again unmarked.
-	for range w.rng.IntN(4) {
-		w.at(start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor+lateWrites)))), func() { w.sweep(w.pick()) })
-	}
-	w.scheduledRuns(w.quietAt)
-	// Rankings, once every event is delivered (retries included).
-	w.at(w.quietAt.Add(lateWrites+9*time.Minute), func() { w.rankings(w.pick()) })
-}
-
-// scheduledRuns are the scheduled reconcile runs after quiet: once every
-// delivery and retry is over and no late write can land, two runs over
-// the counters the activity index marked, as Cloud Scheduler's job makes
-// them. They alone heal a roll-up whose last event was lost and finish
-// purges: the invariants at quiescence hold only if the index found every
-// counter that needed it.
-func (w *world) scheduledRuns(quiet time.Time) {
-	for _, after := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
-		w.at(quiet.Add(lateWrites+after), func() { w.sweep(w.pick()) })
-	}
 }
 
 // code is the error code o answered ("" for none).

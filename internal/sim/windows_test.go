@@ -19,7 +19,9 @@ import (
 // it, each once (count), and an hour's or a day's, for each slot, the
 // largest sum of a run of its last changes from that slot on, in their
 // commit order (peak_0 … peak_5), however often events were delivered;
-// and no other bucket exists.
+// and no other bucket exists. A choice counter's roll-ups add each
+// choice's change to that choice's own buckets too (granularity
+// hour:love …, with their peaks) and to its all-time total.
 func (w *world) checkBuckets(id string) {
 	created := w.creations(id)
 	if len(created) == 0 {
@@ -31,6 +33,14 @@ func (w *world) checkBuckets(id string) {
 		peaks [windows.PeakSlots]int64
 	}
 	want := map[string]bucket{}
+	add := func(g windows.Granularity, start, at time.Time, change int64) {
+		b := want[windows.DocID(g, start)]
+		b.count += change
+		if slices.Contains(windows.Listed, windows.Granularity(strings.Split(string(g), ":")[0])) {
+			b.peaks = windows.Peak{Start: start, Values: b.peaks}.Add(g, start, at, change).Values
+		}
+		want[windows.DocID(g, start)] = b
+	}
 	name := root + "counters/" + id
 	for _, rec := range w.commits {
 		if rec.at.Before(from.at) {
@@ -41,18 +51,20 @@ func (w *world) checkBuckets(id string) {
 				field(ch.After, "rollups").GetIntegerValue() != field(ch.Before, "rollups").GetIntegerValue()+1 {
 				continue // not a roll-up's write
 			}
-			change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue()
-			if change == 0 {
-				continue // a roll-up that changed nothing writes no bucket
-			}
 			at := field(ch.After, "rollup_as_of").GetTimestampValue().AsTime()
-			for _, g := range windows.All {
-				b := want[windows.DocID(g, g.Start(at))]
-				b.count += change
-				if slices.Contains(windows.Listed, g) {
-					b.peaks = windows.Peak{Start: g.Start(at), Values: b.peaks}.Add(g, g.Start(at), at, change).Values
+			if change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue(); change != 0 {
+				for _, g := range windows.All {
+					add(g, g.Start(at), at, change)
 				}
-				want[windows.DocID(g, g.Start(at))] = b
+			} // a roll-up that changed no count writes its buckets' counts of choices, by 0
+			before, after := countsOf(ch.Before), countsOf(ch.After)
+			for choice, n := range after {
+				if change := n - before[choice]; change != 0 {
+					for _, g := range windows.All {
+						add(g.Of(choice), g.Start(at), at, change)
+					}
+					add(windows.AllTime.Of(choice), windows.AllTimeStart, at, change)
+				}
 			}
 		}
 	}

@@ -39,7 +39,10 @@ const (
 // kinds are the simulated app's kinds of counters.
 // Reads count end users' reads of the app's posts: only of posts that
 // exist (keys_in), which the world plants.
-const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}, "reads": {"keys_in": "posts"}}`
+// Reactions are a choice kind: each user holds at most one of its
+// choices per post (reactionChoices).
+const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}, "reads": {"keys_in": "posts"},` +
+	` "reactions": {"choices": ["like", "love", "haha", "wow"], "num_shards": 3}}`
 
 // config shapes one random schedule.
 type config struct {
@@ -61,6 +64,7 @@ type config struct {
 	resetStorm bool    // ten resets of one counter at once
 	hot        bool    // a hot counter: a hundred increments through every instance in 1.5 s
 	kinds      bool    // counters of kinds too, created by their first use
+	reactions  bool    // a counter of the choice kind reactions, its users reacting from two devices each
 	autoShard  bool    // AUTO_SHARDING=on, at a target hot counters pass
 	audits     bool    // full audits of every counter ({"full": true}) among the work
 	maxWait    time.Duration
@@ -100,6 +104,7 @@ func randomConfig(r *rand.Rand) config {
 		resetStorm: r.IntN(4) == 0,
 		hot:        r.IntN(3) == 0,
 		kinds:      r.IntN(2) == 0,
+		reactions:  r.IntN(4) > 0,
 		autoShard:  r.IntN(3) == 0,
 		audits:     r.IntN(3) == 0,
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
@@ -123,6 +128,7 @@ type world struct {
 
 	counters []string
 	keys     map[string][]*op // keyed increments of plain counters by an admin, by counter: keys to use again
+	taps     map[string][]*op // keyed taps of choice counters, by counter and user: keys to use again
 	ops      []*op
 	commits  []commitRec
 	events   int
@@ -134,6 +140,7 @@ type world struct {
 	planted   map[time.Time]bool // commits written outside the functions (scripted), a base like a reset's
 	nth       map[string]int     // calls made so far for each tag (scripted)
 	undecided int                // cases a checker could not judge
+	choices   choiceStats        // what checkChoices judged, and how
 
 	problems []string
 	trace    []string
@@ -183,7 +190,7 @@ func (w *world) settings() map[string]string {
 }
 
 func newWorld(r *rand.Rand, cfg config) *world {
-	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}, keys: map[string][]*op{}}
+	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}, keys: map[string][]*op{}, taps: map[string][]*op{}}
 	w.d = newDriver(w)
 	w.model = fsmodel.New(func() time.Time { return time.Now().Add(w.cfg.skew) })
 	w.model.OnCommit = w.onCommit
@@ -219,6 +226,10 @@ func newWorld(r *rand.Rand, cfg config) *world {
 			Operation: &pb.Write_Update{Update: &pb.Document{Name: root + "posts/p1"}}}}}); err != nil {
 			panic(err)
 		}
+	}
+	if cfg.reactions {
+		// A post's reactions, which their first use creates.
+		w.counters = append(w.counters, "reactions:p"+strconv.Itoa(r.IntN(100)))
 	}
 	return w
 }

@@ -137,13 +137,19 @@ func markKey(c counter.Counter) string {
 }
 
 // withTraceparent sets the shard write w's traceparent to sc, if valid
-// (dm.FieldTraceparent).
+// (dm.FieldTraceparent), beside what w writes (a sketch); a write without
+// a mask (a shard created) writes every field it holds.
 func withTraceparent(w *pb.Write, sc trace.SpanContext) *pb.Write {
 	if !sc.IsValid() {
 		return w
 	}
-	w.GetUpdate().Fields = map[string]*pb.Value{dm.FieldTraceparent: fs.StringValue(
-		"00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String())}
-	w.UpdateMask.FieldPaths = append(w.UpdateMask.FieldPaths, dm.FieldTraceparent)
+	u := w.GetUpdate()
+	if u.Fields == nil {
+		u.Fields = map[string]*pb.Value{}
+	}
+	u.Fields[dm.FieldTraceparent] = fs.StringValue("00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String())
+	if w.UpdateMask != nil {
+		w.UpdateMask.FieldPaths = append(w.UpdateMask.FieldPaths, dm.FieldTraceparent)
+	}
 	return w
 }

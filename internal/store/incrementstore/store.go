@@ -164,6 +164,9 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	if err != nil || len(b.Pending()) == 0 {
 		return false, err
 	}
+	if b.Outdated(members) {
+		return s.raced(ctx, b)
+	}
 	plan := b.Plan(members, s.counters.Now())
 	if plan.Empty() {
 		b.Committed(plan) // nothing changes: every op is a no-op without a key
@@ -190,16 +193,23 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 		// A key's record, a member or a sketch changed since it was read,
 		// or the counter was created.
-		if err := s.reread(ctx, b); err != nil {
-			return false, err
-		}
-		records, err := s.readRecords(ctx, b)
-		if err != nil {
-			return false, err
-		}
-		return b.Raced(records, s.counters.Now()), nil
+		return s.raced(ctx, b)
 	}
 	return false, fs.Classify(err, "increment "+id)
+}
+
+// raced follows a lost race: the counter read again (when it was read
+// absent), and the pending keys' records, which settle the ops they
+// answer; it reports whether ops are left to commit.
+func (s *Store) raced(ctx context.Context, b *increment.Batch) (bool, error) {
+	if err := s.reread(ctx, b); err != nil {
+		return false, err
+	}
+	records, err := s.readRecords(ctx, b)
+	if err != nil {
+		return false, err
+	}
+	return b.Raced(records, s.counters.Now()), nil
 }
 
 // writes is the commit of plan: the shard's change, each member document
