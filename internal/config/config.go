@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // TIME_ZONE names a zone wherever the functions run
 
 	"github.com/shardcount/shardcount/internal/clientaddr"
 	"github.com/shardcount/shardcount/internal/counter"
@@ -113,6 +114,9 @@ type Config struct {
 	// PageTokenSecret signs queryInstruments page tokens; a deployed
 	// function that signs them refuses to start without it (service.New).
 	PageTokenSecret string
+
+	// Zone is the time zone of day buckets (TIME_ZONE).
+	Zone *time.Location
 
 	windowsOn bool              // WINDOWS
 	retention windows.Retention // WINDOW_RETENTION
@@ -307,6 +311,13 @@ var Settings = append([]Setting{
 				r[g] = dur
 			}
 			c.retention = r
+			return nil
+		}},
+	{"TIME_ZONE", "UTC", "The time zone of days (an IANA name such as `America/New_York`): day buckets, `history=day`, `topCounters ?window=day`, and the day `last_day` ranks from, start at its midnight (minutes and hours are UTC's, the same everywhere but in zones of half hours). Set it before counting: a change starts new days at the new midnight, and days written before keep their start (history shows them as 0).", Deployed,
+		func(c *Config, v string) (err error) {
+			if c.Zone, err = time.LoadLocation(v); err != nil || v == "" || v == "Local" {
+				return fmt.Errorf("%q is not an IANA time zone such as UTC or Europe/Paris", v)
+			}
 			return nil
 		}},
 	{"RATE_LIMITS", ratelimit.UserDefaults.String(), "Budgets of each end user, `budget=rate:burst` (per second), comma-separated; the ones listed replace their defaults; rate 0 lifts one. Admins have none. See docs/security.md.", Deployed,

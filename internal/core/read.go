@@ -118,7 +118,7 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 			return "", "", nil, err
 		}
 	}
-	from := g.Start(to).Add(-time.Duration(windows.DefaultSpan(g)-1) * g.Length())
+	from := g.Step(g.Start(to), 1-windows.DefaultSpan(g))
 	if r.From != nil {
 		if from, err = rfc3339.Parse("from", *r.From); err != nil {
 			return "", "", nil, err

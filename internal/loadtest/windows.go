@@ -97,7 +97,7 @@ func HistoryCost(ctx context.Context, f *Functions, raw *Raw, reps int) ([]ReadL
 	bw := raw.Client.BulkWriter(ctx)
 	for _, g := range []windows.Granularity{windows.Minute, windows.Day} {
 		for i := range windows.DefaultSpan(g) {
-			start := g.Start(now).Add(-time.Duration(i) * g.Length())
+			start := g.Step(g.Start(now), -i)
 			if _, err := bw.Set(raw.Client.Doc("counters/"+id+"/windows/"+windows.DocID(g, start)), map[string]any{
 				"counter_id": id, "granularity": string(g), "start": start, "count": int64(i + 1), "expire_at": start.Add(4 * 365 * 24 * time.Hour)}); err != nil {
 				return nil, err

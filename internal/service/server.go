@@ -27,6 +27,7 @@ import (
 	"github.com/shardcount/shardcount/internal/store/rollupstore"
 	"github.com/shardcount/shardcount/internal/store/windowstore"
 	"github.com/shardcount/shardcount/internal/telemetry"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Server serves the functions of Catalog. Its settings are read once, on
@@ -104,6 +105,9 @@ func NewWith(getenv func(string) string, deps Deps) *Server {
 func (s *Server) setup() {
 	s.once.Do(func() {
 		s.cfg, s.cfgErr = config.FromEnv(s.getenv)
+		if s.cfg.Zone != nil {
+			windows.SetZone(s.cfg.Zone) // one zone a process: its instances share their days
+		}
 		if err := s.needsPageTokenKey(); err != nil {
 			s.cfgErr = errors.Join(s.cfgErr, err)
 		}

@@ -45,7 +45,7 @@ func Slot(g Granularity, start, t time.Time) int {
 	if t.Before(start) {
 		return 0
 	}
-	return min(int(t.Sub(start)/(g.Length()/PeakSlots)), PeakSlots)
+	return min(int(t.Sub(start)/(g.Span(start)/PeakSlots)), PeakSlots)
 }
 
 // Listed are the granularities rolling windows list candidates from, whose

@@ -70,7 +70,8 @@ func Parse(field, s string) (Granularity, error) {
 	return "", errs.Invalid(field, "must be \"minute\", \"hour\" or \"day\"")
 }
 
-// Length returns the bucket's length.
+// Length returns the bucket's length (a day's in UTC: Span says a day's
+// in Zone).
 func (g Granularity) Length() time.Duration {
 	switch g.base() {
 	case Minute:
@@ -81,11 +82,41 @@ func (g Granularity) Length() time.Duration {
 	return 24 * time.Hour
 }
 
-// Start returns the start of the bucket holding t: buckets are aligned on
-// UTC minutes, hours and days.
+// zone is the time zone of days (TIME_ZONE): a day bucket starts at its
+// midnight. Set once, before any bucket is named (SetZone).
+var zone = time.UTC
+
+// SetZone makes days start at midnight in loc: the service does, from
+// TIME_ZONE, when it starts.
+func SetZone(loc *time.Location) { zone = loc }
+
+// Zone is the time zone of day buckets.
+func Zone() *time.Location { return zone }
+
+// Start returns the start of the bucket holding t: minutes and hours are
+// aligned on UTC's, days on midnight in Zone (in UTC, the default, on UTC
+// days).
 func (g Granularity) Start(t time.Time) time.Time {
+	if g.base() == Day {
+		local := t.In(zone)
+		return time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, zone).UTC()
+	}
 	return t.UTC().Truncate(g.Length())
 }
+
+// Step returns the start of the bucket n after the one starting at start
+// (before it for n < 0): a day of a zone with summer time lasts 23 or 25
+// hours on the days the clocks change.
+func (g Granularity) Step(start time.Time, n int) time.Time {
+	if g.base() == Day {
+		local := start.In(zone)
+		return time.Date(local.Year(), local.Month(), local.Day()+n, 0, 0, 0, 0, zone).UTC()
+	}
+	return start.Add(time.Duration(n) * g.Length())
+}
+
+// Span is how long the bucket starting at start lasts.
+func (g Granularity) Span(start time.Time) time.Duration { return g.Step(start, 1).Sub(start) }
 
 // DocID is the id of a counter's bucket document: "{granularity}_{start}",
 // the start in RFC 3339 (UTC), e.g. "hour_2026-11-23T05:00:00Z".
@@ -110,7 +141,7 @@ var DefaultRetention = Retention{Minute: 48 * time.Hour, Hour: 35 * 24 * time.Ho
 
 // ExpireAt is when the bucket starting at start may be deleted.
 func (r Retention) ExpireAt(g Granularity, start time.Time) time.Time {
-	return start.Add(g.Length() + r[g.base()])
+	return start.Add(g.Span(start) + r[g.base()])
 }
 
 // MaxBuckets bounds one history read.
@@ -126,13 +157,15 @@ func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
 	if last.Before(first) {
 		return nil, errs.Invalid("from", "must not be after to")
 	}
-	n := int(last.Sub(first)/g.Length()) + 1
-	if n > MaxBuckets {
+	if n := int(last.Sub(first)/g.Length()) + 1; n > MaxBuckets+1 {
 		return nil, errs.Invalid("from", "and to span %d %s buckets; at most %d", n, g, MaxBuckets)
 	}
-	starts := make([]time.Time, n)
-	for i := range starts {
-		starts[i] = first.Add(time.Duration(i) * g.Length())
+	var starts []time.Time
+	for start := first; !start.After(last); start = g.Step(start, 1) {
+		if len(starts) == MaxBuckets {
+			return nil, errs.Invalid("from", "and to span more than %d %s buckets", MaxBuckets, g)
+		}
+		starts = append(starts, start)
 	}
 	return starts, nil
 }
@@ -165,7 +198,7 @@ func DefaultSpan(g Granularity) int {
 func Window(g Granularity, now time.Time, previous bool) time.Time {
 	start := g.Start(now)
 	if previous {
-		start = start.Add(-g.Length())
+		start = g.Step(start, -1)
 	}
 	return start
 }

@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -67,5 +68,39 @@ func TestRisingIsSmoothed(t *testing.T) {
 	from, to := r.Baseline(now)
 	if want := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC); !to.Equal(want) || !from.Equal(want.Add(-24*time.Hour)) {
 		t.Errorf("baseline of a last hour ending at %s: %s to %s", now, from, to)
+	}
+}
+
+// TestDaysInAZone: with TIME_ZONE, a day starts at its midnight, the day
+// the clocks go back lasts 25 hours (its last slot too holds its last
+// hour), and history and the previous day step by days, not by 24 hours.
+func TestDaysInAZone(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetZone(ny)
+	defer SetZone(time.UTC)
+	utc := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	if got := Day.Start(utc("2026-11-26T03:00:00Z")); !got.Equal(utc("2026-11-25T05:00:00Z")) {
+		t.Errorf("the day of 22:00 in New York starts %s, want its midnight, 05:00 UTC", got)
+	}
+	starts, err := Range(Day, utc("2026-10-31T12:00:00Z"), utc("2026-11-02T12:00:00Z"))
+	want := []time.Time{utc("2026-10-31T04:00:00Z"), utc("2026-11-01T04:00:00Z"), utc("2026-11-02T05:00:00Z")}
+	if err != nil || !slices.EqualFunc(starts, want, time.Time.Equal) {
+		t.Errorf("days across the clocks going back: %v, %v; want %v", starts, err, want)
+	}
+	back := utc("2026-11-01T04:00:00Z")
+	if span := Day.Span(back); span != 25*time.Hour {
+		t.Errorf("the day the clocks go back lasts %s, want 25h", span)
+	}
+	if s := Slot(Day, back, back.Add(24*time.Hour+30*time.Minute)); s != PeakSlots-1 {
+		t.Errorf("its last hour is in slot %d, want %d", s, PeakSlots-1)
+	}
+	if prev := Window(Day, utc("2026-11-02T12:00:00Z"), true); !prev.Equal(back) {
+		t.Errorf("the previous day of Nov 2 starts %s, want %s", prev, back)
+	}
+	if h := Hour.Start(utc("2026-11-26T03:30:00Z")); !h.Equal(utc("2026-11-26T03:00:00Z")) {
+		t.Errorf("hours stay UTC's: %s", h)
 	}
 }

@@ -33,7 +33,7 @@ import (
 // most 3 × depth documents and as many aggregations.
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
 	current := r.List.Start(now)
-	previous := current.Add(-r.List.Length())
+	previous := r.List.Step(current, -1)
 	type list struct {
 		start time.Time
 		by    By
