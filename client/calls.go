@@ -192,6 +192,12 @@ type Ranking struct {
 	Kind   string `json:"kind,omitempty"`
 	Choice string `json:"choice,omitempty"`
 	Start  string `json:"start,omitempty"`
+	// Rising names what window rising scored with.
+	Rising *struct {
+		Prior         float64 `json:"prior"`
+		BaselineHours int     `json:"baseline_hours"`
+		Candidates    int     `json:"candidates"`
+	} `json:"rising,omitempty"`
 	// Exact, for a rolling window: no other counter can rank among these.
 	// When false (rare), Counters holds only those sure of their place.
 	Exact    *bool `json:"exact,omitempty"`

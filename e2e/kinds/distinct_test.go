@@ -68,6 +68,28 @@ func TestFiveThousandViewersTwice(t *testing.T) {
 	if eventual.Count != first.Count || !eventual.Estimate {
 		t.Errorf("eventual read after reconcile %+v, want the strong %d", eventual, first.Count)
 	}
+	// Today's and this hour's sketches hold the same viewers: history and
+	// the last 7 days estimate them as the shards do.
+	for _, g := range []string{"hour", "day"} {
+		var h struct{ History []struct{ Count int64 } }
+		call(t, backend, "GET", "getCounter", "?history="+g+"&counter_id="+id).Decode(t, &h)
+		if n := len(h.History); n == 0 || h.History[n-1].Count != first.Count {
+			t.Errorf("history=%s's last bucket: %+v, want %d", g, h.History, first.Count)
+		}
+	}
+	var week struct {
+		Count  int64
+		Window string
+	}
+	call(t, backend, "GET", "getCounter", "?window=last_7_days&counter_id="+id).Decode(t, &week)
+	if week.Count != first.Count || week.Window != "last_7_days" {
+		t.Errorf("the last 7 days: %+v, want %d", week, first.Count)
+	}
+	for _, q := range []string{"?history=minute&counter_id=" + id, "?window=last_7_days&counter_id=likes:w-" + run, "?window=last_year&counter_id=" + id} {
+		if r := call(t, backend, "GET", "getCounter", q); r.Status != http.StatusBadRequest {
+			t.Errorf("getCounter%s: %s, want 400", q, r)
+		}
+	}
 }
 
 // TestAViewerAddsThemselvesOnce: an end user's view adds them; a view

@@ -93,6 +93,9 @@ type Windows interface {
 	// Rising ranks what is rising now, among depth counters of each of
 	// the current and the previous hour; it returns how many it scored.
 	Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error)
+	// DistinctHistory estimates a distinct counter's members of each
+	// bucket of g at starts, and of all of them together.
+	DistinctHistory(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, int64, error)
 	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error)
 	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
 }

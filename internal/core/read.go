@@ -24,6 +24,9 @@ type GetCounterRequest struct {
 	History *string `json:"history"`
 	From    *string `json:"from"`
 	To      *string `json:"to"`
+	// Window, of a distinct counter: last_7_days or last_30_days, its
+	// distinct members over those days (today's included).
+	Window *string `json:"window"`
 }
 
 // GetCounterResponse is the answer of getCounter.
@@ -47,6 +50,10 @@ type GetCounterResponse struct {
 	StandardError float64 `json:"standard_error,omitempty"`
 	// Reshard is the last change of the shard count (eventual reads).
 	Reshard *ReshardStatus `json:"reshard,omitempty"`
+	// Window and From, with window: the days whose distinct members
+	// Count estimates, from From on.
+	Window string `json:"window,omitempty"`
+	From   string `json:"from,omitempty"`
 	// History is the count of each bucket asked for, oldest first; a
 	// bucket with nothing counted is 0.
 	History []HistoryPoint `json:"history,omitempty"`
@@ -85,10 +92,12 @@ func rfc3339Time(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// historyRange is a validated history request.
+// historyRange is a validated history request, or, with union, a
+// window of a distinct counter's days.
 type historyRange struct {
 	g      windows.Granularity
 	starts []time.Time
+	union  string
 }
 
 func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *historyRange, err error) {
@@ -101,6 +110,13 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 	case "strong", "eventual":
 	default:
 		return "", "", nil, errs.Invalid("consistency", "must be \"strong\" or \"eventual\"")
+	}
+	if r.Window != nil {
+		if r.History != nil || r.From != nil || r.To != nil {
+			return "", "", nil, errs.Invalid("window", "goes without history, from and to")
+		}
+		h, err := distinctWindow(*r.Window, now)
+		return id, consistency, h, err
 	}
 	if r.History == nil {
 		if r.From != nil || r.To != nil {
@@ -159,7 +175,11 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 		}
 	}
 	if h != nil {
-		tokens := (len(h.starts) + historyBuckets - 1) / historyBuckets
+		perBucket, err := core.sketchesPerBucket(id, h)
+		if err != nil {
+			return GetCounterResponse{}, err
+		}
+		tokens := (len(h.starts)*perBucket + historyBuckets - 1) / historyBuckets
 		if most := core.limiter.Burst(ratelimit.History, caller.budgetKeys()...); !caller.Admin && tokens > most {
 			return GetCounterResponse{}, errs.Invalid("from", "and to span %d buckets: this deployment's history budget (RATE_LIMITS) allows at most %d at once", len(h.starts), most*historyBuckets)
 		}
@@ -202,6 +222,9 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 		if c.Choices != nil {
 			resp.Choice = &choice
 		}
+	}
+	if h != nil && (c.Distinct || h.union != "") {
+		return core.distinctHistory(ctx, c, h, resp)
 	}
 	if h != nil {
 		tallies, err := core.windows.History(ctx, id, h.g, h.starts)

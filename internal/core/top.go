@@ -166,7 +166,11 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 	if limit > maxRollingLimit {
 		return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for rising", maxRollingLimit)
 	}
-	if err := core.allow(ctx, caller, ratelimit.Top, (6*risingDepth+topReads-1)/topReads); err != nil {
+	tokens := (6*risingDepth + topReads - 1) / topReads
+	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
+		return TopCountersResponse{}, errs.Invalid("window", "rising spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", tokens, most)
+	}
+	if err := core.allow(ctx, caller, ratelimit.Top, tokens); err != nil {
 		return TopCountersResponse{}, err
 	}
 	r := windows.RisingNow

@@ -24,6 +24,7 @@ const (
 	Slots       = "rollup_slots"     // counters/{id}/rollup_slots/{due}
 	Members     = "members"          // counters/{id}/members/{uid}
 	Windows     = "windows"          // counters/{id}/windows/{g}_{start}
+	Sketches    = "sketches"         // counters/{id}/sketches/{g}_{start}_{shard}: a distinct counter's hours and days
 	Bound       = "bound"            // counters/{id}/bound/guard
 	Activity    = "counter_activity" // counter_activity/{id}
 	Instruments = "instruments"      // the sharded-timestamps example
@@ -134,6 +135,12 @@ func ReconcileCursor() string                   { return State + "/reconcile" }
 
 func Slot(id string, due time.Time) string {
 	return UnderCounter(id, Slots) + "/" + strconv.FormatInt(due.UnixNano(), 10)
+}
+
+// SketchBucket is shard k's sketch of distinct counter id's bucket of g
+// starting at start.
+func SketchBucket(id string, g windows.Granularity, start time.Time, k int) string {
+	return UnderCounter(id, Sketches) + "/" + windows.DocID(g, start) + "_" + strconv.Itoa(k)
 }
 
 func Bucket(id string, g windows.Granularity, start time.Time) string {

@@ -103,6 +103,8 @@ type Batch struct {
 	// conflict), which also answers the ops that repeat its key.
 	replace map[int]time.Time
 	stored  map[int]Record
+	// absent: the counter was read again and is still absent.
+	absent bool
 }
 
 // New returns the batch of ops to counter c, written to shard. An op
@@ -173,8 +175,13 @@ func (b *Batch) Creates() bool { return b.Counter.Version.IsZero() }
 // op from the members alone, when its key's record, written with the
 // counter, holds another outcome.
 func (b *Batch) Outdated(members map[string]Membership) bool {
-	return b.Creates() && slices.ContainsFunc(slices.Collect(maps.Values(members)), func(m Membership) bool { return m.Member })
+	return b.Creates() && !b.absent && slices.ContainsFunc(slices.Collect(maps.Values(members)), func(m Membership) bool { return m.Member })
 }
+
+// StillAbsent records that the counter, read again after a lost race, is
+// still absent: its members (a document deleted by hand, its members
+// left) no longer make the batch Outdated, and its commit creates it.
+func (b *Batch) StillAbsent() { b.absent = true }
 
 // Users are the users of the pending ops, in order of appearance: the
 // members a unique counter's commit depends on.

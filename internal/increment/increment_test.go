@@ -414,5 +414,10 @@ func TestAFirstUseThatFindsAMemberIsOutdated(t *testing.T) {
 		if got := b.Outdated(tc.members); got != tc.want {
 			t.Errorf("%s: outdated %v, want %v", tc.name, got, tc.want)
 		}
+		// Read again and still absent (its document deleted by hand, its
+		// members left): the commit creates it, rather than racing forever.
+		if b.StillAbsent(); b.Outdated(tc.members) {
+			t.Errorf("%s: outdated after the counter was read again, still absent", tc.name)
+		}
 	}
 }

@@ -299,7 +299,7 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 		core: core.New(cfg, core.Stores{
 			Counters: counters,
 			Increments: incrementstore.New(db, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
-				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery()}),
+				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery(), Windows: cfg.Windows}),
 			Windows:           windowstore.New(db),
 			Instruments:       instrumentstore.New(db, cfg.InstrumentShards, []byte(secret)),
 			ReadsPerIncrement: incrementstore.MaxReadsPerOp,

@@ -59,6 +59,7 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a kind":                  windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total":           windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
 		"a choice's members (the audit)": counters.ChoiceQuery("reactions:p", "love"),
+		"a distinct counter's sketches":  windowStore.SketchesQuery("watchers:v", windows.Day, now.Add(-30*24*time.Hour), now),
 		"rising's baseline":              windowStore.SpanQuery("post-1", windows.Hour, now.Add(-25*time.Hour), now.Add(-time.Hour)),
 		// A choice's buckets are of a granularity of their own: the same indexes.
 		"top of a choice":         windowStore.TopQuery(windows.Hour.Of("love"), windows.Hour.Start(now), 10, "reactions", windowstore.ByCount),

@@ -106,6 +106,7 @@ func (s *Store) reread(ctx context.Context, b *increment.Batch) error {
 	c, err := s.counters.Stored(ctx, id)
 	switch {
 	case errs.Is(err, errs.NotFound):
+		b.StillAbsent()
 		return nil // still absent (dropped meanwhile): create it again
 	case err != nil:
 		return err

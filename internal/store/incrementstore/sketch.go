@@ -4,48 +4,113 @@ import (
 	"context"
 	"time"
 
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// shardSketch is a distinct counter's shard as read before a commit: its
-// sketch and the version it was read at (zero: no shard yet).
-type shardSketch struct {
+// sketched are the sketches a distinct counter's commit adds its members
+// to, as read: its shard's, and that shard's of the hour and the day of
+// the commit (with windows on).
+type sketched struct {
+	shard   read
+	buckets []bucketRead
+}
+
+// read is a sketch as read, and the version of its document (zero: none
+// yet).
+type read struct {
 	sketch  *distinct.Sketch
 	version time.Time
 }
 
-// readSketch reads the sketch of the batch's shard. The commit writes it
-// back with the batch's members on the condition of this version, so an
-// add of another instance meanwhile makes it read again: adds never undo
-// each other.
-func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*shardSketch, error) {
-	docs, _, err := s.db.GetAll(ctx, []string{s.db.Name(dm.Shard(b.Counter.ID, b.Shard))}, time.Time{})
-	if err != nil {
-		return nil, fs.Classify(err, "read a sketch of "+b.Counter.ID)
+// bucketRead is a bucket's sketch of the shard, as read.
+type bucketRead struct {
+	read
+	g     windows.Granularity
+	start time.Time
+}
+
+// sketchedGranularities are the buckets a distinct counter keeps sketches
+// of: a minute's would be a document a shard a minute.
+var sketchedGranularities = []windows.Granularity{windows.Hour, windows.Day}
+
+// readSketch reads the sketches of the batch's shard. The commit writes
+// each back with the batch's members on the condition of its version, so
+// an add of another instance meanwhile makes it read again: adds never
+// undo each other. A member lands in the hour and day of this instance's
+// clock when it reads, which a commit at a bucket's edge may miss by its
+// skew: sketches are approximate anyway.
+func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, error) {
+	id, k, now := b.Counter.ID, b.Shard, s.counters.Now()
+	names := []string{s.db.Name(dm.Shard(id, k))}
+	out := &sketched{}
+	if s.opts.Windows != nil {
+		for _, g := range sketchedGranularities {
+			out.buckets = append(out.buckets, bucketRead{g: g, start: g.Start(now)})
+			names = append(names, s.db.Name(dm.SketchBucket(id, g, g.Start(now), k)))
+		}
 	}
-	out := &shardSketch{sketch: distinct.New()}
-	if pd := docs[0]; pd != nil {
-		d := fs.DocOf(pd)
-		sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
-		if err == nil {
-			err = d.Err()
+	docs, _, err := s.db.GetAll(ctx, names, time.Time{})
+	if err != nil {
+		return nil, fs.Classify(err, "read the sketches of "+id)
+	}
+	if out.shard, err = sketchOf(docs[0]); err != nil {
+		return nil, err
+	}
+	for i := range out.buckets {
+		if out.buckets[i].read, err = sketchOf(docs[i+1]); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
-		}
-		out.sketch, out.version = sk, pd.GetUpdateTime().AsTime()
 	}
 	return out, nil
 }
 
-// with is the sketch's bytes with members added.
-func (s *shardSketch) with(members []string) []byte {
-	for _, m := range members {
-		s.sketch.Add(m)
+// sketchOf decodes a document's sketch (empty when there is none).
+func sketchOf(pd *pb.Document) (read, error) {
+	if pd == nil {
+		return read{sketch: distinct.New()}, nil
 	}
-	return s.sketch.Bytes()
+	d := fs.DocOf(pd)
+	sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
+	if err == nil {
+		err = d.Err()
+	}
+	if err != nil {
+		return read{}, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+	}
+	return read{sketch: sk, version: pd.GetUpdateTime().AsTime()}, nil
+}
+
+// with is the sketch's bytes with members added.
+func (r read) with(members []string) []byte {
+	for _, m := range members {
+		r.sketch.Add(m)
+	}
+	return r.sketch.Bytes()
+}
+
+// bucketSketchWrites write the batch's members into the shard's hour and
+// day sketches, each on the condition of the version read.
+func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched, members []string) []*pb.Write {
+	var writes []*pb.Write
+	for _, bk := range sk.buckets {
+		name := s.db.Name(dm.SketchBucket(b.Counter.ID, bk.g, bk.start, b.Shard))
+		fields := map[string]*pb.Value{
+			dm.FieldSketch: fs.BytesValue(bk.with(members)), dm.FieldCounterID: fs.StringValue(b.Counter.ID),
+			dm.FieldGranularity: fs.StringValue(string(bk.g)), dm.FieldStart: fs.TimeValue(bk.start),
+			dm.FieldShard: fs.IntValue(int64(b.Shard)), dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(bk.g, bk.start)),
+		}
+		w := fs.CreateWrite(name, fields)
+		if !bk.version.IsZero() {
+			w = fs.UpdateWrite(name, fields, []string{dm.FieldSketch}, bk.version)
+		}
+		writes = append(writes, w)
+	}
+	return writes
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/sizedlru"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Options configure a Store.
@@ -38,6 +39,9 @@ type Options struct {
 	// ActivityEvery is how often an instance marks a counter it writes in
 	// the activity index (internal/activity).
 	ActivityEvery time.Duration
+	// Windows keeps a distinct counter's hour and day sketches for so
+	// long after each ends; nil: none (WINDOWS=off).
+	Windows windows.Retention
 }
 
 // Store applies increments and likes to counters, and what one instance
@@ -151,7 +155,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	id := b.Counter.ID
 	var members map[string]increment.Membership
 	var guard *time.Time
-	var sketch *shardSketch
+	var sketch *sketched
 	var err error
 	switch {
 	case b.Counter.Distinct:
@@ -205,6 +209,11 @@ func (s *Store) raced(ctx context.Context, b *increment.Batch) (bool, error) {
 	if err := s.reread(ctx, b); err != nil {
 		return false, err
 	}
+	if b.Counter.Distinct {
+		// Any shard takes any member: the next try goes to another, likely
+		// not the one just written.
+		b.Shard = s.counters.IntN(b.Counter.ID, b.Counter.NumShards)
+	}
 	records, err := s.readRecords(ctx, b)
 	if err != nil {
 		return false, err
@@ -216,7 +225,7 @@ func (s *Store) raced(ctx context.Context, b *increment.Batch) (bool, error) {
 // created or deleted, each key's record, then the activity marker when
 // this instance has not marked the counter lately, the bound's guard, and
 // the counter's creation (last). marks reports whether it marks.
-func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, sketch *shardSketch, span trace.SpanContext) (writes []*pb.Write, marks bool) {
+func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, sketch *sketched, span trace.SpanContext) (writes []*pb.Write, marks bool) {
 	id := b.Counter.ID
 	if plan.WriteShard {
 		change := counterstore.ShardChange{Count: plan.Net, Commits: 1, Counts: plan.Counts}
@@ -225,9 +234,12 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time
 		}
 		w := s.counters.ShardWrite(id, b.Shard, change)
 		if sketch != nil {
-			w = s.counters.SketchWrite(id, b.Shard, sketch.with(plan.Adds), sketch.version, change)
+			w = s.counters.SketchWrite(id, b.Shard, sketch.shard.with(plan.Adds), sketch.shard.version, change)
 		}
 		writes = append(writes, withTraceparent(w, span))
+		if sketch != nil {
+			writes = append(writes, s.bucketSketchWrites(b, sketch, plan.Adds)...)
+		}
 	}
 	for _, j := range plan.Joins {
 		// uid, counter_id and kind: a user's likes are one collection-group

@@ -47,7 +47,7 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 			}
 			if score := r.Score(x, base); score > 0 {
 				out = append(out, windows.Scored{Ranked: windows.Ranked{CounterID: c.CounterID, Count: x},
-					Baseline: float64(base) / float64(r.BaselineHours), Score: score})
+					Baseline: max(float64(base), 0) / float64(r.BaselineHours), Score: score})
 			}
 		}
 	}

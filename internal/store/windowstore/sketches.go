@@ -1,0 +1,66 @@
+package windowstore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/distinct"
+	"github.com/shardcount/shardcount/internal/errs"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// SketchesQuery is distinct counter id's shards' sketches of its buckets
+// of g from first to last.
+func (s *Store) SketchesQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
+	return s.db.Collection(dm.UnderCounter(id, dm.Sketches)).
+		Where(dm.FieldGranularity, "==", string(g)).
+		Where(dm.FieldStart, ">=", first).Where(dm.FieldStart, "<=", last).
+		OrderBy(dm.FieldStart, firestore.Asc)
+}
+
+// DistinctHistory returns distinct counter id's estimate of the distinct
+// members of each bucket of g starting at starts (consecutive, oldest
+// first), each its shards' sketches merged, and of all of them together
+// (their union, a member of several buckets once). It reads the sketches
+// that exist: at most one a shard a bucket.
+func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, int64, error) {
+	if len(starts) == 0 {
+		return nil, 0, nil
+	}
+	docs, err := s.db.Query(ctx, s.SketchesQuery(id, g, starts[0], starts[len(starts)-1]))
+	if err != nil {
+		return nil, 0, fs.Classify(err, "read the sketches of "+id)
+	}
+	byStart, union := map[time.Time]*distinct.Sketch{}, distinct.New()
+	for _, pd := range docs {
+		d := fs.DocOf(pd)
+		sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
+		if err == nil {
+			err = d.Err()
+		}
+		start := d.Time(dm.FieldStart).UTC()
+		if byStart[start] == nil {
+			byStart[start] = distinct.New()
+		}
+		if err == nil {
+			err = byStart[start].Merge(sk)
+		}
+		if err == nil {
+			err = union.Merge(sk)
+		}
+		if err != nil {
+			return nil, 0, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+		}
+	}
+	out := make([]windows.Tally, len(starts))
+	for i, st := range starts {
+		if sk := byStart[st.UTC()]; sk != nil {
+			out[i].Count = sk.Estimate()
+		}
+	}
+	return out, union.Estimate(), nil
+}
