@@ -156,8 +156,8 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 }
 
 // risingDepth is how many counters of each of the current and the
-// previous hour a rising ranking scores.
-const risingDepth = 50
+// previous hour, by count and by rise, a rising ranking scores.
+const risingDepth = 25
 
 // rising ranks what is rising now (windows.RisingNow), at most
 // maxRollingLimit counters, for tokens of top per topReads of what it
@@ -166,7 +166,7 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 	if limit > maxRollingLimit {
 		return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for rising", maxRollingLimit)
 	}
-	tokens := (6*risingDepth + topReads - 1) / topReads
+	tokens := (12*risingDepth + topReads - 1) / topReads
 	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
 		return TopCountersResponse{}, errs.Invalid("window", "rising spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", tokens, most)
 	}

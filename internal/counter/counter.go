@@ -79,6 +79,8 @@ type Counter struct {
 	// buckets, by granularity; nil for a document written before peaks
 	// were kept.
 	Peaks map[windows.Granularity]windows.Peak
+	// Momentum is what rising finds the counter by (windows.Momentum).
+	Momentum windows.Momentum
 	// Reshard is the last change of the shard count, if any.
 	Reshard Reshard
 	// Owner is the uid of the user who created the counter; "" when it was

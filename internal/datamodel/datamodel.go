@@ -105,6 +105,11 @@ const (
 	// Of a counter document: the running peak of its current hour and day
 	// buckets, {granularity: {start, value}}.
 	FieldPeaks = "peaks"
+	// FieldMomentum, of a counter document: {hour, count, rate}, what
+	// rising finds it by (windows.Momentum); FieldRise, of an hour's
+	// bucket, its rise then.
+	FieldMomentum = "momentum"
+	FieldRise     = "rise"
 
 	// Of a roll-up slot.
 	FieldHolder = "holder"

@@ -29,9 +29,45 @@ var RisingNow = Rising{Prior: 10, BaselineHours: 24}
 // Score is the score of a last hour of x after baseline events in the
 // BaselineHours before.
 func (r Rising) Score(x, baseline int64) float64 {
-	lambda := max(float64(baseline), 0) / float64(r.BaselineHours)
-	return (float64(x) - lambda) / math.Sqrt(lambda+r.Prior)
+	return r.scoreRate(float64(x), max(float64(baseline), 0)/float64(r.BaselineHours))
 }
+
+// scoreRate is the score of x against a mean per hour of lambda.
+func (r Rising) scoreRate(x, lambda float64) float64 {
+	return (x - lambda) / math.Sqrt(lambda+r.Prior)
+}
+
+// Momentum is what the roll-up keeps of a counter to find it rising
+// without reading its history: its count of the current hour so far,
+// and a running mean of its hours before (each hour's count weighs
+// 1/BaselineHours, an hour without a roll-up counts 0). Its Rise, written
+// on the hour's bucket, ranks the candidates a rising ranking then scores
+// exactly from the buckets, so a small counter that jumps is a candidate
+// among many larger steady ones.
+type Momentum struct {
+	Hour  time.Time // the current hour's start
+	Count int64     // its count so far
+	Rate  float64   // the running mean per hour before it
+}
+
+// Add is the momentum after change, rolled up at time at.
+func (m Momentum) Add(r Rising, at time.Time, change int64) Momentum {
+	if h := Hour.Start(at); !m.Hour.Equal(h) {
+		if !m.Hour.IsZero() {
+			keep := 1 - 1/float64(r.BaselineHours)
+			m.Rate = m.Rate*keep + float64(m.Count)*(1-keep)
+			for range min(int(h.Sub(m.Hour)/time.Hour)-1, 4*r.BaselineHours) {
+				m.Rate *= keep // the hours without a roll-up counted nothing
+			}
+		}
+		m.Hour, m.Count = h, 0
+	}
+	m.Count += change
+	return m
+}
+
+// Rise is the momentum's hour so far scored against its running mean.
+func (m Momentum) Rise(r Rising) float64 { return r.scoreRate(float64(m.Count), max(m.Rate, 0)) }
 
 // Baseline is the span of hour buckets of the baseline, for a last hour
 // ending at now: the BaselineHours before the hour holding its start.

@@ -104,3 +104,28 @@ func TestDaysInAZone(t *testing.T) {
 		t.Errorf("hours stay UTC's: %s", h)
 	}
 }
+
+// TestMomentumFindsAJump: the roll-up's running momentum of a steady
+// counter rises little once its mean has caught up, and a counter that
+// jumps from 5 to 60 an hour rises far above it.
+func TestMomentumFindsAJump(t *testing.T) {
+	r := RisingNow
+	start := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var steady, jump Momentum
+	for h := range 96 {
+		at := start.Add(time.Duration(h)*time.Hour + 30*time.Minute)
+		steady = steady.Add(r, at, 100)
+		if h < 95 {
+			jump = jump.Add(r, at, 5)
+		} else {
+			jump = jump.Add(r, at, 60)
+		}
+	}
+	if s, j := steady.Rise(r), jump.Rise(r); j < 10 || s > 1 {
+		t.Errorf("after four days: a steady 100 rises %.2f, a jump from 5 to 60 %.2f", s, j)
+	}
+	quiet := Momentum{}.Add(r, start, 24*5).Add(r, start.Add(48*time.Hour), 5)
+	if got := quiet.Rate; got > 5 {
+		t.Errorf("two empty days after an hour of 120 leave a mean of %.2f an hour, want it decayed", got)
+	}
+}

@@ -37,6 +37,8 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 			return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed counts", d.ID)
 		}
 	}
+	m := d.Map(dm.FieldMomentum)
+	c.Momentum = windows.Momentum{Hour: m.Time("hour"), Count: m.Int(dm.FieldCount), Rate: m.Float("rate")}
 	peaks := d.Map(dm.FieldPeaks)
 	if d.Has(dm.FieldPeaks) {
 		c.Peaks = map[windows.Granularity]windows.Peak{}
@@ -52,7 +54,7 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 			}
 		}
 	}
-	if err := d.Err(r, peaks); err != nil {
+	if err := d.Err(r, peaks, m); err != nil {
 		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has a malformed document", d.ID)
 	}
 	if c.Origin == "" {
@@ -119,6 +121,12 @@ func ReshardValue(r counter.Reshard) *pb.Value {
 		fields["merged_at"] = fs.TimeValue(r.MergedAt)
 	}
 	return fs.MapValue(fields)
+}
+
+// MomentumValue is the momentum field of a counter document.
+func MomentumValue(m windows.Momentum) *pb.Value {
+	return fs.MapValue(map[string]*pb.Value{"hour": fs.TimeValue(m.Hour), dm.FieldCount: fs.IntValue(m.Count),
+		"rate": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Rate}}})
 }
 
 // PeaksValue is the peaks field of a counter document.

@@ -54,6 +54,8 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 				return time.Time{}, false, err
 			}
 			next = merged(next, peaks)
+			c.Momentum = c.Momentum.Add(windows.RisingNow, c.AsOf, r.Change)
+			fields[dm.FieldMomentum] = counterstore.MomentumValue(c.Momentum)
 		}
 		choicePeaks = choicesPeaks(c, r.Changes)
 		fields[dm.FieldPeaks] = counterstore.PeaksValue(merged(next, choicePeaks))
@@ -141,6 +143,9 @@ func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string
 		start := g.Start(c.AsOf)
 		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.windows.ExpireAt(g, start))}
 		var deleted []string
+		if g == windows.Hour && change != 0 {
+			fields[dm.FieldRise] = &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: c.Momentum.Rise(windows.RisingNow)}}
+		}
 		if p, ok := peaks[g]; ok {
 			for s, v := range p.Values {
 				fields[dm.FieldPeak(s)] = fs.IntValue(v)

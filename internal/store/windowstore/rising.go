@@ -16,18 +16,22 @@ import (
 
 // Rising ranks what is rising at now (windows.Rising): the ranked
 // counters (of kind, when not "") with the highest positive score among
-// the candidates, the depth first by count of the current hour and of the
-// previous one; each candidate's last 60 minutes and baseline are summed
-// exactly from its buckets, an aggregation each. A counter below the
-// depth of both hours is not a candidate: rising lists what gains among
-// what counts now, not the whole tail. It returns the candidates' number
-// too, and reads at most 2 × depth documents and 4 × depth aggregations.
+// the candidates, the depth first of the current hour and of the previous
+// one by count and by rise (the roll-up's running estimate of the score,
+// windows.Momentum, so a small counter that jumps is among them however
+// many larger ones count more); each candidate's last 60 minutes and
+// baseline are then summed exactly from its buckets, an aggregation
+// each. It returns the candidates' number too, and reads at most 4 ×
+// depth documents and 8 × depth aggregations.
 func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error) {
 	current := windows.Hour.Start(now)
 	seen := map[string]bool{}
 	var out []windows.Scored
-	for _, start := range []time.Time{current, current.Add(-time.Hour)} {
-		ranked, err := s.top(ctx, windows.Hour, start, depth, kind, ByCount)
+	for _, list := range []struct {
+		start time.Time
+		by    By
+	}{{current, ByRise}, {current, ByCount}, {current.Add(-time.Hour), ByRise}, {current.Add(-time.Hour), ByCount}} {
+		ranked, err := s.top(ctx, windows.Hour, list.start, depth, kind, list.by)
 		if err != nil {
 			return nil, 0, err
 		}
