@@ -180,8 +180,9 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 			return GetCounterResponse{}, err
 		}
 		tokens := (len(h.starts)*perBucket + historyBuckets - 1) / historyBuckets
-		if most := core.limiter.Burst(ratelimit.History, caller.budgetKeys()...); !caller.Admin && tokens > most {
-			return GetCounterResponse{}, errs.Invalid("from", "and to span %d buckets: this deployment's history budget (RATE_LIMITS) allows at most %d at once", len(h.starts), most*historyBuckets)
+		if most := core.limiter.Burst(ratelimit.History, caller.budgetKeys()...); !caller.Admin && tokens > most || len(h.starts)*perBucket > windows.MaxBuckets {
+			return GetCounterResponse{}, errs.Invalid("from", "and to span %d buckets of %d documents each (a distinct counter's: a sketch a shard): this deployment's history budget (RATE_LIMITS) allows at most %d documents at once, and no read more than %d",
+				len(h.starts), perBucket, most*historyBuckets, windows.MaxBuckets)
 		}
 		if err := core.allow(ctx, caller, ratelimit.History, tokens); err != nil {
 			return GetCounterResponse{}, err

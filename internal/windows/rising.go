@@ -47,7 +47,11 @@ func (r Rising) scoreRate(x, lambda float64) float64 {
 type Momentum struct {
 	Hour  time.Time // the current hour's start
 	Count int64     // its count so far
-	Rate  float64   // the running mean per hour before it
+	Rate  float64   // the running mean per hour before it, from 0
+	// Weight is how much of Rate the hours seen make (1 − keep^hours):
+	// the mean of a counter seen for a few hours is Rate / Weight, not
+	// Rate, which starts from nothing.
+	Weight float64
 }
 
 // Add is the momentum after change, rolled up at time at.
@@ -55,10 +59,11 @@ func (m Momentum) Add(r Rising, at time.Time, change int64) Momentum {
 	if h := Hour.Start(at); !m.Hour.Equal(h) {
 		if !m.Hour.IsZero() {
 			keep := 1 - 1/float64(r.BaselineHours)
-			m.Rate = m.Rate*keep + float64(m.Count)*(1-keep)
-			for range min(int(h.Sub(m.Hour)/time.Hour)-1, 4*r.BaselineHours) {
-				m.Rate *= keep // the hours without a roll-up counted nothing
-			}
+			// The hour that ended counted Count, those since without a
+			// roll-up nothing.
+			decay := math.Pow(keep, float64(h.Sub(m.Hour)/time.Hour-1))
+			m.Rate = (m.Rate*keep + float64(m.Count)*(1-keep)) * decay
+			m.Weight = 1 - (1-m.Weight)*keep*decay
 		}
 		m.Hour, m.Count = h, 0
 	}
@@ -66,8 +71,17 @@ func (m Momentum) Add(r Rising, at time.Time, change int64) Momentum {
 	return m
 }
 
+// Mean is the running mean per hour of the hours before the current one
+// (0 before any).
+func (m Momentum) Mean() float64 {
+	if m.Weight <= 0 {
+		return 0
+	}
+	return max(m.Rate/m.Weight, 0)
+}
+
 // Rise is the momentum's hour so far scored against its running mean.
-func (m Momentum) Rise(r Rising) float64 { return r.scoreRate(float64(m.Count), max(m.Rate, 0)) }
+func (m Momentum) Rise(r Rising) float64 { return r.scoreRate(float64(m.Count), m.Mean()) }
 
 // Baseline is the span of hour buckets of the baseline, for a last hour
 // ending at now: the BaselineHours before the hour holding its start.

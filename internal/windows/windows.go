@@ -13,6 +13,7 @@ package windows
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -83,25 +84,44 @@ func (g Granularity) Length() time.Duration {
 }
 
 // zone is the time zone of days (TIME_ZONE): a day bucket starts at its
-// midnight. Set once, before any bucket is named (SetZone).
-var zone = time.UTC
+// midnight. Set when the service starts (SetZone), before any bucket is
+// named; atomic, as several servers of one process (tests) set it.
+var zone atomic.Pointer[time.Location]
 
 // SetZone makes days start at midnight in loc: the service does, from
 // TIME_ZONE, when it starts.
-func SetZone(loc *time.Location) { zone = loc }
+func SetZone(loc *time.Location) { zone.Store(loc) }
 
-// Zone is the time zone of day buckets.
-func Zone() *time.Location { return zone }
+// Zone is the time zone of day buckets (UTC until set).
+func Zone() *time.Location {
+	if loc := zone.Load(); loc != nil {
+		return loc
+	}
+	return time.UTC
+}
 
 // Start returns the start of the bucket holding t: minutes and hours are
 // aligned on UTC's, days on midnight in Zone (in UTC, the default, on UTC
 // days).
 func (g Granularity) Start(t time.Time) time.Time {
 	if g.base() == Day {
-		local := t.In(zone)
-		return time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, zone).UTC()
+		local := t.In(Zone())
+		return midnight(local.Year(), local.Month(), local.Day())
 	}
 	return t.UTC().Truncate(g.Length())
+}
+
+// midnight is when day y-m-d begins in Zone, in UTC: its midnight, or,
+// where the clocks go forward at midnight (Santiago, Havana, the Azores)
+// and that day has none, the moment they do.
+func midnight(y int, m time.Month, d int) time.Time {
+	loc := Zone()
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if t.Day() != d { // Go took the missing midnight in the day before's offset
+		_, end := t.ZoneBounds()
+		t = end
+	}
+	return t.UTC()
 }
 
 // Step returns the start of the bucket n after the one starting at start
@@ -109,8 +129,8 @@ func (g Granularity) Start(t time.Time) time.Time {
 // hours on the days the clocks change.
 func (g Granularity) Step(start time.Time, n int) time.Time {
 	if g.base() == Day {
-		local := start.In(zone)
-		return time.Date(local.Year(), local.Month(), local.Day()+n, 0, 0, 0, 0, zone).UTC()
+		noon := time.Date(start.In(Zone()).Year(), start.In(Zone()).Month(), start.In(Zone()).Day()+n, 12, 0, 0, 0, Zone())
+		return midnight(noon.Year(), noon.Month(), noon.Day())
 	}
 	return start.Add(time.Duration(n) * g.Length())
 }

@@ -125,7 +125,47 @@ func TestMomentumFindsAJump(t *testing.T) {
 		t.Errorf("after four days: a steady 100 rises %.2f, a jump from 5 to 60 %.2f", s, j)
 	}
 	quiet := Momentum{}.Add(r, start, 24*5).Add(r, start.Add(48*time.Hour), 5)
-	if got := quiet.Rate; got > 5 {
+	if got := quiet.Mean(); got > 5 {
 		t.Errorf("two empty days after an hour of 120 leave a mean of %.2f an hour, want it decayed", got)
+	}
+	// A day after it is first seen, a steady giant's mean is its rate, not
+	// a fraction of it: it does not rise.
+	var giant, small Momentum
+	for h := range 25 {
+		at := start.Add(time.Duration(h)*time.Hour + time.Minute)
+		giant = giant.Add(r, at, 10_000)
+		if h < 24 {
+			small = small.Add(r, at, 5)
+		} else {
+			small = small.Add(r, at, 60)
+		}
+	}
+	if g, s := giant.Rise(r), small.Rise(r); g > 1 || s < 10 {
+		t.Errorf("a day after a deploy: a steady 10,000 an hour rises %.2f, a jump from 5 to 60 %.2f", g, s)
+	}
+}
+
+// TestEveryZonesDays: in every zone of tzdata, over six years, each day
+// starts where the day before ends, lasts 22 to 26 hours, and holds the
+// instants it starts; where the clocks go forward at midnight (Santiago),
+// the day starts when they do.
+func TestEveryZonesDays(t *testing.T) {
+	defer SetZone(time.UTC)
+	for _, name := range []string{"America/Santiago", "America/Havana", "Atlantic/Azores", "America/New_York", "Australia/Adelaide",
+		"Asia/Kolkata", "Pacific/Chatham", "America/St_Johns", "Europe/London", "Pacific/Apia", "UTC"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetZone(loc)
+		day := Day.Start(time.Date(2025, 1, 1, 12, 0, 0, 0, loc))
+		for range 6 * 366 {
+			next := Day.Step(day, 1)
+			if span := next.Sub(day); span < 22*time.Hour || span > 26*time.Hour || Day.Start(next) != next || Day.Step(next, -1) != day ||
+				Day.Start(next.Add(-time.Second)) != day {
+				t.Fatalf("%s: the day of %s lasts %s to %s", name, day, span, next)
+			}
+			day = next
+		}
 	}
 }

@@ -38,7 +38,7 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		}
 	}
 	m := d.Map(dm.FieldMomentum)
-	c.Momentum = windows.Momentum{Hour: m.Time("hour"), Count: m.Int(dm.FieldCount), Rate: m.Float("rate")}
+	c.Momentum = windows.Momentum{Hour: m.Time("hour"), Count: m.Int(dm.FieldCount), Rate: m.Float("rate"), Weight: m.Float("weight")}
 	peaks := d.Map(dm.FieldPeaks)
 	if d.Has(dm.FieldPeaks) {
 		c.Peaks = map[windows.Granularity]windows.Peak{}
@@ -126,7 +126,7 @@ func ReshardValue(r counter.Reshard) *pb.Value {
 // MomentumValue is the momentum field of a counter document.
 func MomentumValue(m windows.Momentum) *pb.Value {
 	return fs.MapValue(map[string]*pb.Value{"hour": fs.TimeValue(m.Hour), dm.FieldCount: fs.IntValue(m.Count),
-		"rate": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Rate}}})
+		"rate": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Rate}}, "weight": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Weight}}})
 }
 
 // PeaksValue is the peaks field of a counter document.

@@ -43,7 +43,7 @@ func TestRisingRanksAJumpOverASteadyGiant(t *testing.T) {
 				put(fs, batch, c.id, "r", windows.Hour, start, c.perHour, nil)
 			}
 		}
-		rise := windows.Momentum{Hour: windows.Hour.Start(now), Count: c.lastH, Rate: float64(c.perHour)}.Rise(windows.RisingNow)
+		rise := windows.Momentum{Hour: windows.Hour.Start(now), Count: c.lastH, Rate: float64(c.perHour), Weight: 1}.Rise(windows.RisingNow)
 		put(fs, batch, c.id, "r", windows.Hour, windows.Hour.Start(now), c.lastH, map[string]int64{"rise": int64(math.Round(rise))})
 		put(fs, batch, c.id, "r", windows.Minute, now.Add(-10*time.Minute).Truncate(time.Minute), c.lastH, nil)
 	}
