@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
@@ -25,8 +26,7 @@ import (
 // depth documents and 8 × depth aggregations.
 func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error) {
 	current := windows.Hour.Start(now)
-	seen := map[string]bool{}
-	var out []windows.Scored
+	var candidates []string
 	for _, list := range []struct {
 		start time.Time
 		by    By
@@ -36,32 +36,50 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 			return nil, 0, err
 		}
 		for _, c := range ranked {
-			if seen[c.CounterID] {
-				continue
-			}
-			seen[c.CounterID] = true
-			x, err := s.sumSince(ctx, c.CounterID, windows.Minute, windows.LastHour.From(now))
-			if err != nil {
-				return nil, 0, err
-			}
-			from, to := r.Baseline(now)
-			base, err := s.db.SumOf(ctx, s.SpanQuery(c.CounterID, windows.Hour, from, to), dm.FieldCount)
-			if err != nil {
-				return nil, 0, fs.Classify(err, "sum the baseline of "+c.CounterID)
-			}
-			if score := r.Score(x, base); score > 0 {
-				out = append(out, windows.Scored{Ranked: windows.Ranked{CounterID: c.CounterID, Count: x},
-					Baseline: max(float64(base), 0) / float64(r.BaselineHours), Score: score})
+			if !slices.Contains(candidates, c.CounterID) {
+				candidates = append(candidates, c.CounterID)
 			}
 		}
 	}
+	scored := make([]windows.Scored, len(candidates))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(risingSums) // latency: the candidates are summed a few at a time, not one after the other
+	for i, id := range candidates {
+		g.Go(func() (err error) {
+			scored[i], err = s.score(gctx, r, now, id)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	out := slices.DeleteFunc(scored, func(s windows.Scored) bool { return s.Score <= 0 })
 	slices.SortFunc(out, func(a, b windows.Scored) int {
 		if a.Score != b.Score {
 			return cmp.Compare(b.Score, a.Score)
 		}
 		return strings.Compare(a.CounterID, b.CounterID)
 	})
-	return out[:min(limit, len(out))], len(seen), nil
+	return out[:min(limit, len(out))], len(candidates), nil
+}
+
+// risingSums is how many candidates a rising ranking sums at once.
+const risingSums = 8
+
+// score is counter id's rising score at now: its last 60 minutes and its
+// baseline, summed exactly from its buckets (an aggregation each).
+func (s *Store) score(ctx context.Context, r windows.Rising, now time.Time, id string) (windows.Scored, error) {
+	x, err := s.sumSince(ctx, id, windows.Minute, windows.LastHour.From(now))
+	if err != nil {
+		return windows.Scored{}, err
+	}
+	from, to := r.Baseline(now)
+	base, err := s.db.SumOf(ctx, s.SpanQuery(id, windows.Hour, from, to), dm.FieldCount)
+	if err != nil {
+		return windows.Scored{}, fs.Classify(err, "sum the baseline of "+id)
+	}
+	return windows.Scored{Ranked: windows.Ranked{CounterID: id, Count: x},
+		Baseline: max(float64(base), 0) / float64(r.BaselineHours), Score: r.Score(x, base)}, nil
 }
 
 // SpanQuery is counter id's buckets of g from from to before to.
