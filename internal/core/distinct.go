@@ -9,20 +9,6 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// distinctWindows are the windows getCounter merges a distinct counter's
-// days over: how many days, today's included.
-var distinctWindows = map[string]int{"last_7_days": 7, "last_30_days": 30}
-
-// distinctWindow is the days of window name at now.
-func distinctWindow(name string, now time.Time) (*historyRange, error) {
-	days, ok := distinctWindows[name]
-	if !ok {
-		return nil, errs.Invalid("window", "must be \"last_7_days\" or \"last_30_days\"")
-	}
-	starts, err := windows.Range(windows.Day, windows.Day.Step(windows.Day.Start(now), 1-days), now)
-	return &historyRange{g: windows.Day, starts: starts, union: name}, err
-}
-
 // sketchesPerBucket is what history reads per bucket of counter id: a
 // distinct counter's bucket is a sketch a shard (of its hours and days
 // only), any other's one document.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -58,7 +59,7 @@ func FuzzIncrementCounterRequest(f *testing.F) {
 		if key == "" {
 			hk = nil
 		}
-		clientError(t, ValidateKey("Idempotency-Key", hk))
+		clientError(t, increment.ValidateKey("Idempotency-Key", hk))
 		var b IncrementCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
@@ -67,7 +68,7 @@ func FuzzIncrementCounterRequest(f *testing.F) {
 		for _, it := range append(b.Increments, b.IncrementItem) {
 			id, op, err := it.validate(hk)
 			clientError(t, err)
-			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || op.Key != "" && ValidateKey("k", &op.Key) != nil) {
+			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || op.Key != "" && increment.ValidateKey("k", &op.Key) != nil) {
 				t.Fatalf("accepted id %q with %+v", id, op)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
 // IncrementItem is one increment: a delta (default 1) or an action_type
@@ -105,9 +106,6 @@ type Incremented struct {
 // MaxIncrementsPerRequest is the most items one request's increments may
 // hold.
 const MaxIncrementsPerRequest = 500
-
-// maxKeyLength bounds an idempotency key.
-const maxKeyLength = 255
 
 // IncrementCounter applies one increment, body's own, or each item of
 // body.Increments; headerKey is the request's Idempotency-Key, when sent.
@@ -196,7 +194,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 			if err == nil {
 				r = rs[j]
 			}
-			countChange(c.Unique, r, err)
+			telemetry.CountIncrement(c.Unique, r, err)
 			switch {
 			case err != nil:
 				out[i].Err = err
@@ -339,7 +337,7 @@ func (it IncrementItem) validate(headerKey *string) (string, increment.Op, error
 	default:
 		op.Delta = 1
 	}
-	if err := ValidateKey("idempotency_key", it.IdempotencyKey); err != nil {
+	if err := increment.ValidateKey("idempotency_key", it.IdempotencyKey); err != nil {
 		return "", op, err
 	}
 	op.Key = deref(it.IdempotencyKey)
@@ -350,24 +348,6 @@ func (it IncrementItem) validate(headerKey *string) (string, increment.Op, error
 		op.Key = *headerKey
 	}
 	return id, op, nil
-}
-
-// ValidateKey checks an idempotency key that was given.
-func ValidateKey(field string, key *string) error {
-	switch {
-	case key == nil:
-		return nil
-	case *key == "":
-		return errs.Invalid(field, "must not be empty")
-	case len(*key) > maxKeyLength:
-		return errs.Invalid(field, "must be at most %d characters", maxKeyLength)
-	}
-	for i := 0; i < len(*key); i++ {
-		if c := (*key)[i]; c < 0x21 || c > 0x7e {
-			return errs.Invalid(field, "must be printable ASCII without spaces")
-		}
-	}
-	return nil
 }
 
 func incrementResponse(c counter.Counter, r increment.Result) *IncrementCounterResponse {

@@ -115,8 +115,8 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 		if r.History != nil || r.From != nil || r.To != nil {
 			return "", "", nil, errs.Invalid("window", "goes without history, from and to")
 		}
-		h, err := distinctWindow(*r.Window, now)
-		return id, consistency, h, err
+		starts, err := windows.LastDays("window", *r.Window, now)
+		return id, consistency, &historyRange{g: windows.Day, starts: starts, union: *r.Window}, err
 	}
 	if r.History == nil {
 		if r.From != nil || r.To != nil {

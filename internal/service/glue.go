@@ -7,6 +7,7 @@ import (
 	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/reconcile"
 )
 
@@ -92,7 +93,7 @@ func headerKey(req *httpapi.Request) (*string, error) {
 	case 0:
 		return nil, nil
 	case 1:
-		return &values[0], core.ValidateKey("Idempotency-Key", &values[0])
+		return &values[0], increment.ValidateKey("Idempotency-Key", &values[0])
 	}
 	return nil, errs.Invalid("Idempotency-Key", "must be sent once, not %d times", len(values))
 }

@@ -190,6 +190,20 @@ func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
 	return starts, nil
 }
 
+// lastDays are the windows of days a distinct counter's are merged over:
+// how many days, today's included.
+var lastDays = map[string]int{"last_7_days": 7, "last_30_days": 30}
+
+// LastDays are the starts of the days of window name (last_7_days,
+// last_30_days) at now, read from request field.
+func LastDays(field, name string, now time.Time) ([]time.Time, error) {
+	days, ok := lastDays[name]
+	if !ok {
+		return nil, errs.Invalid(field, "must be \"last_7_days\" or \"last_30_days\"")
+	}
+	return Range(Day, Day.Step(Day.Start(now), 1-days), now)
+}
+
 // firstBucket is the earliest bucket start: Firestore's earliest time.
 var firstBucket = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -1,4 +1,4 @@
-package core
+package telemetry
 
 import (
 	"context"
@@ -19,13 +19,13 @@ var changes, _ = otel.Meter("github.com/shardcount/shardcount/internal/core").In
 	metric.WithUnit("{increment}"),
 	metric.WithDescription("Increments and likes (like=true: of a unique counter) by outcome: applied, replayed, unchanged (a like of a member), or the error's code"))
 
-// countChange counts one increment's outcome: its result, or err. The
+// CountIncrement counts one increment's outcome: its result, or err. The
 // count takes no exemplars, so it is given no request's context: the SDK's
 // default filter looks for a sampled span in the context on every
 // measurement, a walk up the request's deep context chain that cost more
 // per increment than the count itself (bench/README.md, "Telemetry's
 // cost"). The request's latency histogram keeps its exemplars.
-func countChange(like bool, r increment.Result, err error) {
+func CountIncrement(like bool, r increment.Result, err error) {
 	outcome := "applied"
 	switch {
 	case err != nil:
