@@ -33,7 +33,7 @@ import (
 // most 3 × depth documents and as many aggregations.
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
 	current := r.List.Start(now)
-	previous := r.List.Start(r.From(now)) // the bucket the window starts in (of a day of 23 hours, two back)
+	previous := r.List.Start(r.From(now)) // the bucket the window starts in (never two back: no day is shorter than its 23 hours before the current one)
 	if !previous.Before(current) {
 		previous = r.List.Step(current, -1) // it starts in the current one: the previous holds none of it, and its lists are skipped
 	}
