@@ -337,19 +337,33 @@ func (s *Store) Estimate(ctx context.Context, c counter.Counter, at time.Time) (
 		if pd == nil {
 			continue
 		}
-		d := fs.DocOf(pd)
-		sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
-		if err == nil {
-			err = d.Err()
-		}
+		sk, err := SketchOf(pd)
 		if err == nil {
 			err = whole.Merge(sk)
 		}
 		if err != nil {
-			return 0, time.Time{}, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+			return 0, time.Time{}, err
 		}
 	}
 	return whole.Estimate(), at, nil
+}
+
+// SketchOf decodes the sketch of a distinct counter's shard, or of one
+// of its buckets (empty for a document that does not exist): DATA_LOSS
+// when it holds none this version reads.
+func SketchOf(pd *pb.Document) (*distinct.Sketch, error) {
+	if pd == nil {
+		return distinct.New(), nil
+	}
+	d := fs.DocOf(pd)
+	sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
+	if err == nil {
+		err = d.Err()
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+	}
+	return sk, nil
 }
 
 // ActivityWrite marks counter id in the activity index (internal/activity)

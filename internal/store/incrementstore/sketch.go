@@ -8,9 +8,9 @@ import (
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
-	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -71,18 +71,12 @@ func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, 
 	return out, nil
 }
 
-// sketchOf decodes a document's sketch (empty when there is none).
+// sketchOf decodes a document's sketch (empty when there is none), with
+// its version.
 func sketchOf(pd *pb.Document) (read, error) {
-	if pd == nil {
-		return read{sketch: distinct.New()}, nil
-	}
-	d := fs.DocOf(pd)
-	sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
-	if err == nil {
-		err = d.Err()
-	}
-	if err != nil {
-		return read{}, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+	sk, err := counterstore.SketchOf(pd)
+	if err != nil || pd == nil {
+		return read{sketch: sk}, err
 	}
 	return read{sketch: sk, version: pd.GetUpdateTime().AsTime()}, nil
 }

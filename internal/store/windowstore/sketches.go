@@ -8,8 +8,8 @@ import (
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
-	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -37,12 +37,8 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 	}
 	byStart, union := map[time.Time]*distinct.Sketch{}, distinct.New()
 	for _, pd := range docs {
-		d := fs.DocOf(pd)
-		sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
-		if err == nil {
-			err = d.Err()
-		}
-		start := d.Time(dm.FieldStart).UTC()
+		sk, err := counterstore.SketchOf(pd)
+		start := fs.DocOf(pd).Time(dm.FieldStart).UTC()
 		if byStart[start] == nil {
 			byStart[start] = distinct.New()
 		}
@@ -53,7 +49,7 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 			err = union.Merge(sk)
 		}
 		if err != nil {
-			return nil, 0, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
+			return nil, 0, err
 		}
 	}
 	out := make([]windows.Tally, len(starts))
