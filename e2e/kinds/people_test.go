@@ -213,15 +213,7 @@ func membersQuery(t *testing.T, token, uid, kind string) []string {
 // client as its service identity, likes for a user and then erases them.
 func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
 	ctx := context.Background()
-	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authClient, err := app.Auth(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := client.New(base, "demo-api-key", "backend-go-"+run, authClient)
+	backend := goClient(t, "backend-go-"+run)
 	uid, id := "ivy-"+run, "likes:go-"+run
 	liked, err := backend.LikeFor(ctx, id, uid, true)
 	if err != nil || liked.Changed == nil || !*liked.Changed {
@@ -234,6 +226,21 @@ func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
 	if got, err := backend.Get(ctx, id, true); err != nil || got.Count != 0 {
 		t.Errorf("the counter after the erasure: %+v, %v", got, err)
 	}
+}
+
+// goClient is the Go client of the functions under test, signed in as
+// uid (custom tokens of the Auth emulator, through the Admin SDK).
+func goClient(t *testing.T, uid string) *client.Client {
+	t.Helper()
+	app, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authClient, err := app.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.New(base, "demo-api-key", uid, authClient)
 }
 
 // TestMembersOfBeforeGetTheirKind: member documents written before they

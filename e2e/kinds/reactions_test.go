@@ -10,9 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	firebase "firebase.google.com/go/v4"
-
-	"github.com/shardcount/shardcount/client"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -238,17 +235,9 @@ func TestReactionsOfAnErasedUserGo(t *testing.T) {
 // the backend's for them.
 func TestTheGoClientReacts(t *testing.T) {
 	ctx := context.Background()
-	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authClient, err := app.Auth(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	id, uid := "reactions:go-"+run, "kim-"+run
 	testenv.CreateUser(t, project, uid)
-	kim, backend := client.New(base, "demo-api-key", uid, authClient), client.New(base, "demo-api-key", "backend-go-r-"+run, authClient)
+	kim, backend := goClient(t, uid), goClient(t, "backend-go-r-"+run)
 	if r, err := kim.React(ctx, id, "wow"); err != nil || r.Choice == nil || *r.Choice != "wow" || *r.Previous != "" {
 		t.Fatalf("kim reacts: %+v, %v", r, err)
 	}
