@@ -116,10 +116,7 @@ func likesMarkdown(w io.Writer, s *Suite) {
 		return
 	}
 	ratio := fn.Throughput / raw.Throughput
-	commits := 1.0
-	if fn.Cost != nil {
-		commits = fn.Cost.CommitsPerIncrement
-	}
+	commits := commitsPer(&fn.Report)
 	allExact := fn.Check != nil && fn.Check.Exact && raw.Check != nil && raw.Check.Exact
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | this run | |")
@@ -137,4 +134,13 @@ func perCadence(l *loadtest.LagReport, cadenceS float64) (reads, aggs, commits, 
 	}
 	n := l.Seconds / cadenceS
 	return float64(c.RollupReads) / n, float64(c.RollupAggregations) / n, float64(c.RollupCommits) / n, float64(c.RollupWrites) / n
+}
+
+// commitsPer is a run's commits per change: as its cost counted them, or
+// one each when it counted none (the raw modes).
+func commitsPer(r *loadtest.Report) float64 {
+	if r.Cost == nil {
+		return 1
+	}
+	return r.Cost.CommitsPerIncrement
 }

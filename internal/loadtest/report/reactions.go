@@ -38,10 +38,7 @@ func reactionTargets(w io.Writer, runs []reactions.ReactionsReport) {
 		return
 	}
 	ratio := fn.Throughput / raw.Throughput
-	commits := 1.0
-	if fn.Cost != nil {
-		commits = fn.Cost.CommitsPerIncrement
-	}
+	commits := commitsPer(&fn.Report)
 	allExact := exact(&fn.Report, &raw.Report) == "yes"
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | this run | |")
