@@ -12,6 +12,7 @@
 package distinct
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -62,6 +63,31 @@ func (s *Sketch) Bytes() []byte {
 
 // Add adds member.
 func (s *Sketch) Add(member string) { s.hll.InsertHash(Hash(member)) }
+
+// AddAll adds members and reports whether the sketch changed: false when
+// it held each of them already, so that writing it back would store
+// nothing new.
+func (s *Sketch) AddAll(members []string) (changed bool) {
+	before := s.canonical()
+	for _, m := range members {
+		s.Add(m)
+	}
+	return !bytes.Equal(before, s.canonical())
+}
+
+// canonical is the sketch's state as bytes that depend on nothing else.
+// The library's own bytes depend on the order of adds too, until an
+// estimate compacts its sparse form (its AppendBinary says so), so a copy
+// is compacted: the sketch's bytes stay as they were written.
+func (s *Sketch) canonical() []byte {
+	c := s.hll.Clone()
+	c.Estimate()
+	b, err := c.MarshalBinary()
+	if err != nil {
+		panic(err) // marshaling a sketch does not fail
+	}
+	return b
+}
 
 // Merge adds the members of other.
 func (s *Sketch) Merge(other *Sketch) error { return s.hll.Merge(other.hll) }

@@ -141,3 +141,34 @@ func TestErrorTable(t *testing.T) {
 		fmt.Printf("| %d | %.2f%% | %.2f%% | %d |\n", n, 100*errs[2], 100*errs[4], size)
 	}
 }
+
+// TestAddAllSaysWhetherTheSketchChanged: members a sketch holds already
+// change nothing, in any order and in either form (sparse, then dense);
+// one new member does. The answer decides whether a commit writes the
+// sketch back (up to 16 KB a shard).
+func TestAddAllSaysWhetherTheSketchChanged(t *testing.T) {
+	for _, n := range []int{50, 20_000} {
+		seen := members("seen", n)
+		s := New()
+		if !s.AddAll(seen) {
+			t.Fatalf("%d members into an empty sketch: unchanged", n)
+		}
+		again := slices.Clone(seen)
+		slices.Reverse(again)
+		for _, batch := range [][]string{seen[:1], again, again[:n/2], nil} {
+			if s.AddAll(batch) {
+				t.Errorf("%d members: %d of them again changed the sketch", n, len(batch))
+			}
+		}
+		if !s.AddAll(append(again[:3:3], "new-member")) {
+			t.Errorf("%d members: a new member left the sketch unchanged", n)
+		}
+		reread, err := Parse(s.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reread.AddAll(seen) || reread.Estimate() != s.Estimate() {
+			t.Errorf("%d members: the sketch as stored changed with its members again", n)
+		}
+	}
+}

@@ -23,10 +23,12 @@ type sketched struct {
 }
 
 // read is a sketch as read, and the version of its document (zero: none
-// yet).
+// yet); after add, its bytes to write back, or nil when the members left
+// it as it was.
 type read struct {
 	sketch  *distinct.Sketch
 	version time.Time
+	write   []byte
 }
 
 // bucketRead is a bucket's sketch of the shard, as read.
@@ -81,22 +83,33 @@ func sketchOf(pd *pb.Document) (read, error) {
 	return read{sketch: sk, version: pd.GetUpdateTime().AsTime()}, nil
 }
 
-// with is the sketch's bytes with members added.
-func (r read) with(members []string) []byte {
-	for _, m := range members {
-		r.sketch.Add(m)
+// add adds members to each sketch read, and reports whether any changed:
+// only those are written back (up to 16 KB each), so viewers seen before
+// cost a read and no write.
+func (sk *sketched) add(members []string) (changed bool) {
+	add := func(r *read) {
+		if r.sketch.AddAll(members) {
+			r.write, changed = r.sketch.Bytes(), true
+		}
 	}
-	return r.sketch.Bytes()
+	add(&sk.shard)
+	for i := range sk.buckets {
+		add(&sk.buckets[i].read)
+	}
+	return changed
 }
 
-// bucketSketchWrites write the batch's members into the shard's hour and
-// day sketches, each on the condition of the version read.
-func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched, members []string) []*pb.Write {
+// bucketSketchWrites write the hour and day sketches of the batch's shard
+// that add changed, each on the condition of the version read.
+func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched) []*pb.Write {
 	var writes []*pb.Write
 	for _, bk := range sk.buckets {
+		if bk.write == nil {
+			continue
+		}
 		name := s.db.Name(dm.SketchBucket(b.Counter.ID, bk.g, bk.start, b.Shard))
 		fields := map[string]*pb.Value{
-			dm.FieldSketch: fs.BytesValue(bk.with(members)), dm.FieldCounterID: fs.StringValue(b.Counter.ID),
+			dm.FieldSketch: fs.BytesValue(bk.write), dm.FieldCounterID: fs.StringValue(b.Counter.ID),
 			dm.FieldGranularity: fs.StringValue(string(bk.g)), dm.FieldStart: fs.TimeValue(bk.start),
 			dm.FieldShard: fs.IntValue(int64(b.Shard)), dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(bk.g, bk.start)),
 		}

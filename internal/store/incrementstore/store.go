@@ -172,8 +172,10 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		return s.raced(ctx, b)
 	}
 	plan := b.Plan(members, s.counters.Now())
-	if plan.Empty() {
-		b.Committed(plan) // nothing changes: every op is a no-op without a key
+	if plan.Empty() || sketch != nil && !sketch.add(plan.Adds) && !plan.Creates {
+		// Nothing changes: every op is a no-op without a key, or a viewer
+		// every sketch holds already.
+		b.Committed(plan)
 		return false, nil
 	}
 	writes, marks := s.writes(b, plan, guard, sketch, trace.SpanContextFromContext(ctx))
@@ -221,7 +223,8 @@ func (s *Store) raced(ctx context.Context, b *increment.Batch) (bool, error) {
 	return b.Raced(records, s.counters.Now()), nil
 }
 
-// writes is the commit of plan: the shard's change, each member document
+// writes is the commit of plan: the shard's change (of a distinct
+// counter, the sketches its members changed), each member document
 // created or deleted, each key's record, then the activity marker when
 // this instance has not marked the counter lately, the bound's guard, and
 // the counter's creation (last). marks reports whether it marks.
@@ -232,13 +235,14 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time
 		if contended, _ := s.contended.Get(id); contended {
 			change.Slow = 1
 		}
-		w := s.counters.ShardWrite(id, b.Shard, change)
-		if sketch != nil {
-			w = s.counters.SketchWrite(id, b.Shard, sketch.shard.with(plan.Adds), sketch.shard.version, change)
+		switch {
+		case sketch == nil:
+			writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
+		case sketch.shard.write != nil:
+			writes = append(writes, withTraceparent(s.counters.SketchWrite(id, b.Shard, sketch.shard.write, sketch.shard.version, change), span))
 		}
-		writes = append(writes, withTraceparent(w, span))
 		if sketch != nil {
-			writes = append(writes, s.bucketSketchWrites(b, sketch, plan.Adds)...)
+			writes = append(writes, s.bucketSketchWrites(b, sketch)...)
 		}
 	}
 	for _, j := range plan.Joins {
@@ -281,7 +285,7 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time
 // increment left at int64's limit lost part of a delta, written outside
 // the functions: DATA_LOSS, never a success.
 func (s *Store) settle(b *increment.Batch, plan increment.Plan, resp *pb.CommitResponse) error {
-	if plan.WriteShard {
+	if plan.WriteShard && !b.Counter.Distinct { // a distinct counter's shard keeps a sketch, no count
 		v, ok := fs.TransformResult(resp.GetWriteResults()[0], dm.FieldCount, counterstore.ShardFields)
 		if ok && !b.Counter.Unique {
 			s.noteKnown(b.Counter.ID, plan.Net, v)

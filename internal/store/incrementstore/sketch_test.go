@@ -1,0 +1,68 @@
+package incrementstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/localdev/testenv"
+	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/incrementstore"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// TestViewersAgainWriteNothing: a distinct counter's commit writes back
+// only the sketches its members changed (each up to 16 KB): viewers the
+// shard, the hour and the day hold already write nothing, a viewer back
+// in a new hour writes that hour's sketch alone, and a new viewer all
+// three (the first commit marks the counter active too, for a day). The
+// clock is the test's, so the hour turns when it says.
+func TestViewersAgainWriteNothing(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t, testenv.NewProjectID("views"))
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+	counters := counterstore.New(db, counterstore.Options{Now: func() time.Time { return now }})
+	s := incrementstore.New(db, counters, incrementstore.Options{Windows: windows.DefaultRetention, ActivityEvery: 24 * time.Hour})
+	if _, err := counters.Create(ctx, counter.Counter{ID: "video", NumShards: 1, Distinct: true}); err != nil {
+		t.Fatal(err)
+	}
+	view := func(members ...string) int64 {
+		before := db.Stats()["other"].Writes
+		var ops []increment.Op
+		for _, m := range members {
+			ops = append(ops, increment.Op{Delta: 1, User: m})
+		}
+		for _, r := range s.Apply(ctx, "video", ops) {
+			if r.Err != nil || r.Delta != 1 {
+				t.Fatalf("a view of %v: %+v", members, r)
+			}
+		}
+		return db.Stats()["other"].Writes - before
+	}
+	for _, step := range []struct {
+		what    string
+		members []string
+		next    time.Duration // the clock moves on by so much first
+		writes  int64
+	}{
+		{"three viewers: the shard, the hour, the day and the activity marker", []string{"ana", "ben", "cy"}, 0, 4},
+		{"two of them again, in the same hour", []string{"cy", "ana"}, 0, 0},
+		{"one of them in the next hour: that hour's sketch", []string{"ben"}, time.Hour, 1},
+		{"a new viewer with one seen", []string{"ben", "dee"}, 0, 3},
+	} {
+		now = now.Add(step.next)
+		if got := view(step.members...); got != step.writes {
+			t.Errorf("%s: %d writes, want %d", step.what, got, step.writes)
+		}
+	}
+	c, err := counters.Live(ctx, "video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := counters.Estimate(ctx, c, time.Time{}); err != nil || n != 4 {
+		t.Errorf("estimate %d (%v), want the 4 viewers", n, err)
+	}
+}
