@@ -2,15 +2,15 @@
 # Reproduces bench/README.md: starts a private Firestore emulator, the Auth
 # emulator and seven function servers, runs `loadgen suite` (functions with
 # and without group commit against the raw emulator, likes and reactions
-# against raw transactions, one instance against two, windows on and off,
-# in one run),
+# against raw transactions, a distinct counter's views against a unique
+# one's, one instance against two, windows on and off, in one run),
 # and rewrites the results in bench/README.md, bench/results.json,
 # bench/increments.svg and bench/groupcommit.svg. Extra arguments go to
 # loadgen (e.g. -d 10s for longer runs, the default being 5s per
 # measurement; -soak 0 skips the 3-minute soak; -million 0 skips the
 # many counters: 200,000 by default, -million 1000000 for a million;
 # -only reactions -rounds 1 runs the reactions alone and prints their
-# table, writing no results). About 30 minutes.
+# table, writing no results; -only views the views). About 30 minutes.
 #
 # The write-throughput runs use a project with no roll-up trigger, in every
 # mode, so they compare the same work: the emulator delivers trigger events
@@ -49,7 +49,7 @@ url() { echo "http://127.0.0.1:$1"; }
 # Functions as deployed, minus authentication (AUTH=off; a token that is
 # sent is still checked, which the likes need).
 common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST" "FIREBASE_AUTH_EMULATOR_HOST=$FIREBASE_AUTH_EMULATOR_HOST" SHARD_COUNT_CACHE=2s
-  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"], "num_shards": 10}}')
+  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"], "num_shards": 10}, "viewers": {"distinct": true, "num_shards": 10}}')
 sc_start on "$tmp/on.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on"
 sc_start on2 "$tmp/on2.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on2"
 sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=off "$tmp/devserver" -port "$off"

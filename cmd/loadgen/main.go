@@ -3,7 +3,7 @@
 //
 //	loadgen [flags] hot|spread|mixed|lag|soak|instruments
 //	loadgen [flags] suite      # the tables of bench/README.md (scripts/bench.sh)
-//	loadgen [flags] -only reactions suite  # one part of it, printed
+//	loadgen [flags] -only reactions suite  # one part of it (or views), printed
 //	loadgen -out bench render  # rewrite them from bench/results.json, measuring nothing
 //
 // Scenarios:
@@ -104,7 +104,7 @@ func main() {
 	flag.StringVar(&f.noWindowsURL, "rollup-url-no-windows", "", "suite: functions with WINDOWS=off and the roll-up trigger (empty: skip)")
 	flag.StringVar(&f.rollupProject, "rollup-project", "", "suite: emulator project of -rollup-url, where rankings and histories are timed")
 	flag.IntVar(&f.rounds, "rounds", 3, "suite: runs of each mode per measurement, alternating, the median kept")
-	flag.StringVar(&f.only, "only", "", "suite: run one part alone and print its table, writing no results: reactions")
+	flag.StringVar(&f.only, "only", "", "suite: run one part alone and print its table, writing no results: reactions or views")
 	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
 	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
 	flag.IntVar(&f.million, "million", 200_000, "million, suite: counters bulk-created for the scale benchmark (0.1% of them active); at 1000000 the emulator on a 2-core machine answers commits in over 10 s (bench/README.md)")

@@ -43,8 +43,10 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 	case "":
 	case "reactions":
 		return reactionsOnly(ctx, f, opts)
+	case "views":
+		return viewsOnly(ctx, f, opts)
 	default:
-		return fmt.Errorf("-only %q: the suite has one part that runs alone, reactions", f.only)
+		return fmt.Errorf("-only %q: the suite has two parts that run alone, reactions and views", f.only)
 	}
 	raw, err := rawClient(ctx, f.suiteRawProject())
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // appsSuite measures what apps count with: likes and reactions against
-// the raw transactions an app would write, one instance against two, and
+// the raw transactions an app would write, a distinct counter's views
+// against a unique one's, one instance against two, and
 // what the time windows cost. Each part runs when its servers were given.
 func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Suite,
 	writes *loadtest.Functions, raw *loadtest.Raw, rolled *loadtest.Functions, lag loadtest.LagReport) error {
@@ -51,6 +52,10 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Su
 		s.FirstLike = &fl
 	} else {
 		step("likes and reactions: skipped (no FIREBASE_AUTH_EMULATOR_HOST to sign users up)")
+	}
+
+	if err := viewsSuite(ctx, f, opts, s); err != nil {
+		return err
 	}
 
 	if f.secondURL != "" {

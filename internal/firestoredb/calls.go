@@ -31,6 +31,9 @@ func (db *DB) Commit(ctx context.Context, writes ...*pb.Write) (*pb.CommitRespon
 		return nil, err
 	}
 	ops.Writes.Add(int64(len(writes)))
+	for _, w := range writes {
+		ops.WrittenBytes.Add(int64(proto.Size(w)))
+	}
 	return resp, nil
 }
 

@@ -12,6 +12,7 @@ type Ops struct {
 	Commits       atomic.Int64 // commits sent
 	FailedCommits atomic.Int64 // of which failed
 	Writes        atomic.Int64 // writes of the commits that succeeded (billed)
+	WrittenBytes  atomic.Int64 // their size as sent (proto), about what they store
 	Reads         atomic.Int64 // documents read or requested (billed)
 	Aggregations  atomic.Int64 // aggregation queries
 }
@@ -21,6 +22,7 @@ type OpCounts struct {
 	Commits       int64 `json:"commits"`
 	FailedCommits int64 `json:"failed_commits"`
 	Writes        int64 `json:"writes"`
+	WrittenBytes  int64 `json:"written_bytes"`
 	Reads         int64 `json:"reads"`
 	Aggregations  int64 `json:"aggregations"`
 }
@@ -50,7 +52,7 @@ func (db *DB) Stats() map[string]OpCounts {
 	defer db.statsMu.Unlock()
 	out := make(map[string]OpCounts, len(db.stats))
 	for label, o := range db.stats {
-		out[label] = OpCounts{o.Commits.Load(), o.FailedCommits.Load(), o.Writes.Load(), o.Reads.Load(), o.Aggregations.Load()}
+		out[label] = OpCounts{o.Commits.Load(), o.FailedCommits.Load(), o.Writes.Load(), o.WrittenBytes.Load(), o.Reads.Load(), o.Aggregations.Load()}
 	}
 	return out
 }

@@ -130,6 +130,7 @@ func (f *Functions) Stats(ctx context.Context) (service.Stats, error) {
 			t.Commits += o.Commits
 			t.FailedCommits += o.FailedCommits
 			t.Writes += o.Writes
+			t.WrittenBytes += o.WrittenBytes
 			t.Reads += o.Reads
 			t.Aggregations += o.Aggregations
 			total.Firestore[label] = t

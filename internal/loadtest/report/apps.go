@@ -8,10 +8,11 @@ import (
 )
 
 // appsMarkdown writes the sections about what apps count with: likes,
-// reactions, several instances, and time windows.
+// reactions, views, several instances, and time windows.
 func appsMarkdown(w io.Writer, s *Suite) {
 	likesMarkdown(w, s)
 	Reactions(w, s.Reactions)
+	Views(w, s.Views)
 	if fl := s.FirstLike; fl != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "**A post's first like** (%d posts whose likes counter, of the kind `likes`, nobody created: each one's first like creates it in the commit that counts it; then a second user's like of each; the function server's own counts, per like):\n\n", fl.Posts)

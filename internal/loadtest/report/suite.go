@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/loadtest"
 	"github.com/shardcount/shardcount/internal/loadtest/reactions"
+	"github.com/shardcount/shardcount/internal/loadtest/views"
 )
 
 // Suite is everything the benchmark suite measured in one run.
@@ -24,9 +25,11 @@ type Suite struct {
 	Reshard    *loadtest.ReshardReport `json:"reshard,omitempty"`
 	Sweep      *loadtest.SweepReport   `json:"sweep,omitempty"`
 	Queries    []loadtest.ReadLatency  `json:"instrument_queries"`
-	// What apps count with: likes, reactions, several instances, time windows.
+	// What apps count with: likes, reactions, views, several instances,
+	// time windows.
 	Likes     []loadtest.LikesReport      `json:"likes,omitempty"`
 	Reactions []reactions.ReactionsReport `json:"reactions,omitempty"`
+	Views     []views.Report              `json:"views,omitempty"`
 	FirstLike *loadtest.FirstLikesReport  `json:"first_likes,omitempty"`
 	Instances *loadtest.InstancesReport   `json:"instances,omitempty"`
 	Windows   *loadtest.WindowsReport     `json:"windows,omitempty"`
