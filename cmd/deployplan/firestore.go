@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -174,7 +175,7 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 			continue
 		}
 		args := []string{"gcloud", "firestore", "indexes", "composite", "create", "--project=" + p.project, db,
-			"--collection-group=" + ix.CollectionGroup, "--query-scope=" + strings.ToLower(strings.ReplaceAll(cmpOr(ix.QueryScope, "COLLECTION"), "_", "-")), "--async"}
+			"--collection-group=" + ix.CollectionGroup, "--query-scope=" + strings.ToLower(strings.ReplaceAll(cmp.Or(ix.QueryScope, "COLLECTION"), "_", "-")), "--async"}
 		for _, f := range ix.Fields {
 			cfg := "--field-config=field-path=" + f.FieldPath
 			if f.ArrayConfig != "" {
@@ -196,7 +197,7 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 			update = append(update, "--disable-indexes")
 		}
 		for _, ix := range o.Indexes { // the field's own single-field indexes, instead of the defaults
-			spec := "query-scope=" + strings.ToLower(strings.ReplaceAll(cmpOr(ix.QueryScope, "COLLECTION"), "_", "-"))
+			spec := "query-scope=" + strings.ToLower(strings.ReplaceAll(cmp.Or(ix.QueryScope, "COLLECTION"), "_", "-"))
 			if ix.ArrayConfig != "" {
 				spec = "array-config=" + strings.ToLower(ix.ArrayConfig) + "," + spec
 			} else {
@@ -215,22 +216,12 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 	return nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // groupsOf returns the groups of the chosen functions, in catalog order.
 func groupsOf(specs []service.Spec) []service.Group {
 	var out []service.Group
 	for _, g := range service.Groups {
-		for _, s := range specs {
-			if s.Group == g {
-				out = append(out, g)
-				break
-			}
+		if slices.ContainsFunc(specs, func(s service.Spec) bool { return s.Group == g }) {
+			out = append(out, g)
 		}
 	}
 	return out

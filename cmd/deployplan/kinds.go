@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func (p *plan) checkDeployed(w io.Writer, list lister, allow bool) error {
 				problems = append(problems, fmt.Sprintf("%s counts the kind %q %s; %s makes it %s: its counters would be read otherwise", name, kind, have[kind].Counting(), p.settingsWhere(), next.Counting()))
 			}
 		}
-		if db := cmpOr(env["FIRESTORE_DATABASE"], "(default)"); db != p.database {
+		if db := cmp.Or(env["FIRESTORE_DATABASE"], "(default)"); db != p.database {
 			problems = append(problems, fmt.Sprintf("%s keeps its counters in the database %s; %s moves it to %s, where none of them is", name, db, p.settingsWhere(), p.database))
 		}
 		if was, now := shards(env["INSTRUMENT_SHARDS"]), shards(p.settings.Value("INSTRUMENT_SHARDS")); now < was {
@@ -112,7 +113,7 @@ func (p *plan) checkDeployed(w io.Writer, list lister, allow bool) error {
 
 // shards is INSTRUMENT_SHARDS' value, its default when unset.
 func shards(v string) int {
-	n, err := strconv.Atoi(cmpOr(v, "3"))
+	n, err := strconv.Atoi(cmp.Or(v, "3"))
 	if err != nil {
 		return 0
 	}

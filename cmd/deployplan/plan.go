@@ -84,7 +84,7 @@ func (p *plan) chosen() ([]service.Spec, error) {
 		known := slices.Contains(service.Groups, service.Group(name)) ||
 			slices.ContainsFunc(service.Catalog, func(s service.Spec) bool { return s.Name == name })
 		if !known {
-			return nil, fmt.Errorf("--only %q is neither a group (%s) nor a function (%s)", name, groupNames(), strings.Join(names(service.Catalog), ", "))
+			return nil, fmt.Errorf("--only %q is neither a group (%s) nor a function (%s)", name, strings.Join(service.GroupNames(service.Groups), ", "), strings.Join(names(service.Catalog), ", "))
 		}
 		want[name] = true
 	}
@@ -259,14 +259,6 @@ func names(specs []service.Spec) []string {
 		n = append(n, s.Name)
 	}
 	return n
-}
-
-func groupNames() string {
-	var n []string
-	for _, g := range service.Groups {
-		n = append(n, string(g))
-	}
-	return strings.Join(n, ", ")
 }
 
 func shellJoin(args []string) string {

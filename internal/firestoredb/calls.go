@@ -130,12 +130,7 @@ func (db *DB) CollectionIDs(ctx context.Context, name string) ([]string, error) 
 func (db *DB) Sum(ctx context.Context, collection string, at time.Time, fields ...string) ([]int64, time.Time, error) {
 	aggs := make([]*pb.StructuredAggregationQuery_Aggregation, len(fields))
 	for i, f := range fields {
-		aggs[i] = &pb.StructuredAggregationQuery_Aggregation{
-			Alias: fmt.Sprintf("s%d", i),
-			Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{
-				Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{Field: &pb.StructuredQuery_FieldReference{FieldPath: f}},
-			},
-		}
+		aggs[i] = sumAgg(fmt.Sprintf("s%d", i), f)
 	}
 	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
 	if err != nil {
@@ -156,9 +151,7 @@ func (db *DB) Sum(ctx context.Context, collection string, at time.Time, fields .
 // Count returns how many documents the collection path holds at read time
 // at (zero: now), and the read time (Firestore keeps an hour of versions).
 func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64, time.Time, error) {
-	aggs := []*pb.StructuredAggregationQuery_Aggregation{{Alias: "n",
-		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}}
-	result, readTime, err := db.aggregate(ctx, collection, aggs, at)
+	result, readTime, err := db.aggregate(ctx, collection, []*pb.StructuredAggregationQuery_Aggregation{countAgg}, at)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -169,12 +162,21 @@ func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64
 // CountOf returns how many documents query q holds at read time at
 // (zero: now): one aggregation.
 func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int64, error) {
+	return db.aggregateQuery(ctx, q, countAgg, at)
+}
+
+// SumOf returns the SUM of an integer field over the documents of query q,
+// now: one aggregation.
+func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {
+	return db.aggregateQuery(ctx, q, sumAgg("n", field), time.Time{})
+}
+
+// aggregateQuery runs one aggregation, aliased n, over query q.
+func (db *DB) aggregateQuery(ctx context.Context, q firestore.Query, agg *pb.StructuredAggregationQuery_Aggregation, at time.Time) (int64, error) {
 	req, err := runQueryRequest(q)
 	if err != nil {
 		return 0, err
 	}
-	agg := &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
-		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}
 	result, _, err := db.runAggregation(ctx, req.GetParent(), req.GetStructuredQuery(), []*pb.StructuredAggregationQuery_Aggregation{agg}, at)
 	if err != nil {
 		return 0, err
@@ -182,21 +184,12 @@ func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int
 	return integer(result["n"])
 }
 
-// SumOf returns the SUM of an integer field over the documents of query q,
-// now: one aggregation.
-func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {
-	req, err := runQueryRequest(q)
-	if err != nil {
-		return 0, err
-	}
-	agg := &pb.StructuredAggregationQuery_Aggregation{Alias: "s",
-		Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{
-			Field: &pb.StructuredQuery_FieldReference{FieldPath: field}}}}
-	result, _, err := db.runAggregation(ctx, req.GetParent(), req.GetStructuredQuery(), []*pb.StructuredAggregationQuery_Aggregation{agg}, time.Time{})
-	if err != nil {
-		return 0, err
-	}
-	return integer(result["s"])
+var countAgg = &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
+	Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}
+
+func sumAgg(alias, field string) *pb.StructuredAggregationQuery_Aggregation {
+	return &pb.StructuredAggregationQuery_Aggregation{Alias: alias, Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{
+		Sum: &pb.StructuredAggregationQuery_Aggregation_Sum{Field: &pb.StructuredQuery_FieldReference{FieldPath: field}}}}
 }
 
 // aggregate runs aggregations over every document of the collection path,

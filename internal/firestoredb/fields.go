@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -22,13 +23,7 @@ type Doc struct {
 // DocOf reads d.
 func DocOf(d *pb.Document) *Doc {
 	name := d.GetName()
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] == '/' {
-			name = name[i+1:]
-			break
-		}
-	}
-	return &Doc{ID: name, fields: d.GetFields(), Updated: d.GetUpdateTime().AsTime()}
+	return &Doc{ID: name[strings.LastIndexByte(name, '/')+1:], fields: d.GetFields(), Updated: d.GetUpdateTime().AsTime()}
 }
 
 func (d *Doc) wrong(field, want string, v *pb.Value) {

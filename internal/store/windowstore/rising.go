@@ -55,10 +55,7 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 	}
 	out := slices.DeleteFunc(scored, func(s windows.Scored) bool { return s.Score <= 0 })
 	slices.SortFunc(out, func(a, b windows.Scored) int {
-		if a.Score != b.Score {
-			return cmp.Compare(b.Score, a.Score)
-		}
-		return strings.Compare(a.CounterID, b.CounterID)
+		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.CounterID, b.CounterID))
 	})
 	return out[:min(limit, len(out))], len(candidates), nil
 }

@@ -70,10 +70,7 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 		}
 	}
 	slices.SortFunc(out, func(a, b windows.Ranked) int {
-		if a.Count != b.Count {
-			return cmp.Compare(b.Count, a.Count)
-		}
-		return strings.Compare(a.CounterID, b.CounterID)
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.CounterID, b.CounterID))
 	})
 	// Settled: above the bound (a tie at it could rank before, by id).
 	settled := len(out)
