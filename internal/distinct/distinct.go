@@ -65,7 +65,8 @@ func (s *Sketch) Bytes() []byte {
 func (s *Sketch) Add(member string) { s.hll.InsertHash(Hash(member)) }
 
 // AddAll adds members and reports whether the sketch changed: false when
-// it held each of them already, so that writing it back would store
+// adding them left its state as it was (each was in it, or, once its
+// registers are dense, raised none), so that writing it back would store
 // nothing new.
 func (s *Sketch) AddAll(members []string) (changed bool) {
 	before := s.canonical()

@@ -12,7 +12,7 @@ type Ops struct {
 	Commits       atomic.Int64 // commits sent
 	FailedCommits atomic.Int64 // of which failed
 	Writes        atomic.Int64 // writes of the commits that succeeded (billed)
-	WrittenBytes  atomic.Int64 // their size as sent (proto), about what they store
+	WrittenBytes  atomic.Int64 // their size as sent (proto: names, fields, masks, preconditions)
 	Reads         atomic.Int64 // documents read or requested (billed)
 	Aggregations  atomic.Int64 // aggregation queries
 }

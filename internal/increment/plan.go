@@ -24,8 +24,8 @@ type Plan struct {
 	Leaves   []Seat
 	Switches []Seat
 	// Adds are the members a distinct counter's commit adds to the
-	// shard's sketch (the shard is written on the condition of the
-	// version its sketch was read at).
+	// shard's sketches (each written, when they change it, on the
+	// condition of the version it was read at).
 	Adds []string
 	// Records are the idempotency keys' records the commit creates, or
 	// replaces (an expired one, on the condition of its version).

@@ -6,6 +6,7 @@ import (
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
@@ -38,12 +39,21 @@ type bucketRead struct {
 	start time.Time
 }
 
+// shardOf is the shard a distinct counter's batch goes to first: the
+// shard of its first member (by hash), so that a viewer who comes back
+// alone finds themselves in the sketches read and writes nothing.
+// Batches of other members still spread over the shards, and any shard
+// takes any member: a lost race tries another.
+func shardOf(c counter.Counter, ops []increment.Op) int {
+	return int(distinct.Hash(ops[0].User) % uint64(c.NumShards))
+}
+
 // sketchedGranularities are the buckets a distinct counter keeps sketches
 // of: a minute's would be a document a shard a minute.
 var sketchedGranularities = []windows.Granularity{windows.Hour, windows.Day}
 
 // readSketch reads the sketches of the batch's shard. The commit writes
-// each back with the batch's members on the condition of its version, so
+// back each that its members change, on the condition of its version, so
 // an add of another instance meanwhile makes it read again: adds never
 // undo each other. A member lands in the hour and day of this instance's
 // clock when it reads, which a commit at a bucket's edge may miss by its

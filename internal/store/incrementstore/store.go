@@ -114,7 +114,11 @@ func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []incr
 		}
 		return results
 	}
-	b := increment.New(c, s.counters.IntN(id, c.NumShards), ops)
+	shard := s.counters.IntN(id, c.NumShards)
+	if c.Distinct {
+		shard = shardOf(c, ops)
+	}
+	b := increment.New(c, shard, ops)
 	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", id)
 	for b.Next() {
 		err := retry.Raced(what, func(try int) (bool, error) {
@@ -172,7 +176,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		return s.raced(ctx, b)
 	}
 	plan := b.Plan(members, s.counters.Now())
-	if plan.Empty() || sketch != nil && !sketch.add(plan.Adds) && !plan.Creates {
+	if plan.Empty() || sketch != nil && !sketch.add(plan.Adds) && !plan.Creates && len(plan.Records) == 0 {
 		// Nothing changes: every op is a no-op without a key, or a viewer
 		// every sketch holds already.
 		b.Committed(plan)
@@ -181,7 +185,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 	writes, marks := s.writes(b, plan, guard, sketch, trace.SpanContextFromContext(ctx))
 	start := s.counters.Now()
 	resp, err := s.db.Commit(ctx, writes...)
-	if plan.WriteShard {
+	if plan.WriteShard && (sketch == nil || sketch.shard.write != nil) {
 		// A commit that writes the shard (a switch of choices too) tells
 		// of its contention.
 		s.noteContention(id, s.counters.Now().Sub(start), err)
