@@ -14,28 +14,35 @@ import (
 // as scripts/bench.sh declares their kinds in COUNTER_KINDS.
 var viewCounters = []views.Counter{{Name: "distinct", Kind: "viewers", Shards: 10}, {Name: "unique", Kind: "likes", Shards: 10}}
 
-// benchPeople are the populations views are drawn from: 5,000 people who
-// come back (a 5 s run makes several views each), and a million who
-// nearly never do.
-var benchPeople = []int{5000, 1_000_000}
+// viewLoads are the views each counter is given, the same for both (a
+// seed each): 5,000 people who come back (eight views each), 10⁶ who
+// nearly never do, both at 64 in flight; and 1,000 people back four times
+// each, two views in flight, as a counter viewed now and then sees them.
+var viewLoads = []struct {
+	views.Load
+	concurrency int
+}{
+	{views.Load{People: 5000, Views: 40_000, Seed: 1}, 64},
+	{views.Load{People: 1_000_000, Views: 40_000, Seed: 2}, 64},
+	{views.Load{People: 1000, Views: 4000, Seed: 3}, 2},
+}
 
-// viewsSuite has the same load view a distinct counter, then a unique
-// one, at 64 in flight, for each of benchPeople, and keeps the runs in s:
-// their cost is what they compare, which one run of each measures (the
-// server counts it).
+// viewsSuite has each of viewLoads view a distinct counter, then a
+// unique one, and keeps the runs in s: their cost is what they compare,
+// which one run of each measures (the server counts it).
 func viewsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Suite) error {
 	db, err := rawClient(ctx, f.project) // the functions' project: their documents
 	if err != nil {
 		return err
 	}
 	fns := loadtest.NewFunctions([]string{f.url}, nil, 64)
-	o := opts
-	o.Concurrency = 64
 	s.Views = nil
-	for _, people := range benchPeople {
+	for _, l := range viewLoads {
+		o := opts
+		o.Concurrency = l.concurrency
 		for _, c := range viewCounters {
-			fmt.Fprintf(os.Stderr, "== views: %s counter, %d shards, %d people, concurrency 64, %s\n", c.Name, c.Shards, people, opts.Duration)
-			r, err := views.Run(ctx, fns, db.Client, c, people, o)
+			fmt.Fprintf(os.Stderr, "== views: %s counter, %d shards, %d views of %d people, concurrency %d\n", c.Name, c.Shards, l.Views, l.People, l.concurrency)
+			r, err := views.Run(ctx, fns, db.Client, c, l.Load, o)
 			if err != nil {
 				return err
 			}

@@ -17,15 +17,15 @@ func Views(w io.Writer, runs []views.Report) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "**Views** (one counter of %d shards, %d in flight; each view by one of so many people at random, so with few people they come back; "+
+	fmt.Fprintf(w, "**Views** (one counter of %d shards; each counter is given the same views, each by one of so many people at random, so with few people they come back; "+
 		"distinct = a kind with `\"distinct\": true` (sketches of the shard, the hour and the day), unique = a kind with `\"unique\": true` (a member document per person); "+
 		"per acknowledged view, the increments' Firestore operations as the function server counted them, bytes as sent; "+
-		"kept = the counter's shards, sketches and member documents at the end, in Firestore's storage sizes):\n", runs[0].Shards, runs[0].Concurrency)
+		"kept = the counter's shards, sketches and member documents at the end, in Firestore's document sizes, index entries not counted):\n", runs[0].Shards)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| people | counter | views | views/s | p99 | people seen | read | off | commits/view | writes/view | bytes written/view | reads/view | documents kept | bytes kept |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| people | in flight | counter | views | views/s | p99 | people seen | read | off | commits/view | writes/view | bytes written/view | reads/view | documents kept | bytes kept |")
+	fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range runs {
-		fmt.Fprintf(w, "| %d | %s | %d | %.0f | %.1f ms | %d | %d | %.2f%% | %.3f | %.3f | %.0f | %.2f | %d | %d |\n", r.Viewers, r.Counter, r.OK, r.Throughput, r.P99,
+		fmt.Fprintf(w, "| %d | %d | %s | %d | %.0f | %.1f ms | %d | %d | %.2f%% | %.3f | %.3f | %.0f | %.2f | %d | %d |\n", r.Viewers, r.Concurrency, r.Counter, r.OK, r.Throughput, r.P99,
 			r.Seen, r.Read, 100*r.Off, r.CommitsPerView, r.WritesPerView, r.BytesPerView, r.ReadsPerView, r.Kept.Docs, r.Kept.Bytes)
 	}
 	fmt.Fprintln(w)

@@ -24,6 +24,13 @@ type Counter struct {
 	Shards int    // the kind's num_shards
 }
 
+// Load is a run's views: Views of them, each by one of People at random,
+// drawn from Seed, so that two counters can be given the same views.
+type Load struct {
+	People, Views int
+	Seed          uint64
+}
+
 // Report is one run: views of Viewers people, at random, on one counter.
 type Report struct {
 	loadtest.Report
@@ -46,20 +53,27 @@ type Report struct {
 	Kept Storage `json:"kept"`
 }
 
-// Run sends views from o.Concurrency workers for o's duration, each by
-// one of viewers people at random (so people come back, as they do), as
-// the admin naming the member, each retried until its answer is definite
-// (a view again changes nothing, so a retry needs no key). db is the
-// functions' project, whose documents are measured at the end.
-func Run(ctx context.Context, f *loadtest.Functions, db *firestore.Client, c Counter, viewers int, o loadtest.Options) (Report, error) {
+// Run sends the views of load from o.Concurrency workers (people come
+// back, as they do), as the admin naming the member, each retried until
+// its answer is definite (a view again changes nothing, so a retry needs
+// no key). db is the functions' project, whose documents are measured at
+// the end.
+func Run(ctx context.Context, f *loadtest.Functions, db *firestore.Client, c Counter, load Load, o loadtest.Options) (Report, error) {
 	id := fmt.Sprintf("%s:load-views-%d", c.Kind, time.Now().UnixNano())
-	seen := make([]atomic.Bool, viewers)
+	draw := rand.New(rand.NewPCG(load.Seed, 0))
+	people := make([]int, load.Views)
+	for i := range people {
+		people[i] = draw.IntN(load.People)
+	}
+	o.Requests = int64(load.Views)
+	var next atomic.Int64
+	seen := make([]atomic.Bool, load.People)
 	before, err := f.Stats(ctx)
 	if err != nil {
 		return Report{}, err
 	}
 	stats := loadtest.Run(ctx, o, func(ctx context.Context, _ int) loadtest.Outcome {
-		u := rand.IntN(viewers)
+		u := people[next.Add(1)-1] // Run issues no more than o.Requests
 		out := loadtest.UntilDefinite(ctx, func() loadtest.Outcome {
 			status, err := f.Do(ctx, "POST", "incrementCounter", "", map[string]any{"counter_id": id, "member": fmt.Sprintf("viewer-%d", u)}, nil)
 			return loadtest.Outcome{Status: status, OK: err == nil}
@@ -69,7 +83,7 @@ func Run(ctx context.Context, f *loadtest.Functions, db *firestore.Client, c Cou
 		}
 		return out
 	})
-	r := Report{Counter: c.Name, Viewers: viewers, Report: loadtest.Report{Scenario: "views", Mode: "functions", Concurrency: o.Concurrency, Shards: c.Shards, Counters: 1, Stats: stats}}
+	r := Report{Counter: c.Name, Viewers: load.People, Report: loadtest.Report{Scenario: "views", Mode: "functions", Concurrency: o.Concurrency, Shards: c.Shards, Counters: 1, Stats: stats}}
 	for i := range seen {
 		if seen[i].Load() {
 			r.Seen++
