@@ -16,8 +16,8 @@ var viewCounters = []views.Counter{{Name: "distinct", Kind: "viewers", Shards: 1
 
 // viewLoads are the views each counter is given, the same for both (a
 // seed each): 5,000 people who come back (eight views each), 10⁶ who
-// nearly never do, both at 64 in flight; and 1,000 people back four times
-// each, two views in flight, as a counter viewed now and then sees them.
+// nearly never do, both at 64 in flight; and 4,000 of 1,000 people (four
+// each), two in flight, as a counter viewed now and then sees them.
 var viewLoads = []struct {
 	views.Load
 	concurrency int

@@ -151,7 +151,7 @@ func (db *DB) Sum(ctx context.Context, collection string, at time.Time, fields .
 // Count returns how many documents the collection path holds at read time
 // at (zero: now), and the read time (Firestore keeps an hour of versions).
 func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64, time.Time, error) {
-	result, readTime, err := db.aggregate(ctx, collection, []*pb.StructuredAggregationQuery_Aggregation{countAgg}, at)
+	result, readTime, err := db.aggregate(ctx, collection, []*pb.StructuredAggregationQuery_Aggregation{countAgg()}, at)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -162,7 +162,7 @@ func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64
 // CountOf returns how many documents query q holds at read time at
 // (zero: now): one aggregation.
 func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int64, error) {
-	return db.aggregateQuery(ctx, q, countAgg, at)
+	return db.aggregateQuery(ctx, q, countAgg(), at)
 }
 
 // SumOf returns the SUM of an integer field over the documents of query q,
@@ -184,8 +184,10 @@ func (db *DB) aggregateQuery(ctx context.Context, q firestore.Query, agg *pb.Str
 	return integer(result["n"])
 }
 
-var countAgg = &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
-	Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}
+func countAgg() *pb.StructuredAggregationQuery_Aggregation {
+	return &pb.StructuredAggregationQuery_Aggregation{Alias: "n",
+		Operator: &pb.StructuredAggregationQuery_Aggregation_Count_{Count: &pb.StructuredAggregationQuery_Aggregation_Count{}}}
+}
 
 func sumAgg(alias, field string) *pb.StructuredAggregationQuery_Aggregation {
 	return &pb.StructuredAggregationQuery_Aggregation{Alias: alias, Operator: &pb.StructuredAggregationQuery_Aggregation_Sum_{

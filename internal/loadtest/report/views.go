@@ -31,8 +31,9 @@ func Views(w io.Writer, runs []views.Report) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | people | this run | |")
 	fmt.Fprintln(w, "|---|---:|---|---|")
-	for _, people := range populations(runs) {
-		d, u := viewsOf(runs, "distinct", people), viewsOf(runs, "unique", people)
+	for _, l := range loads(runs) {
+		people := l.people
+		d, u := viewsOf(runs, "distinct", l), viewsOf(runs, "unique", l)
 		if d == nil || u == nil {
 			continue
 		}
@@ -45,20 +46,26 @@ func Views(w io.Writer, runs []views.Report) {
 	}
 }
 
-// populations are the runs' numbers of people, in order.
-func populations(runs []views.Report) []int {
-	var out []int
+// load is what a run was given: views of so many people, so many in
+// flight.
+type load struct{ people, inFlight int }
+
+func loadOf(r views.Report) load { return load{r.Viewers, r.Concurrency} }
+
+// loads are the runs' loads, in order.
+func loads(runs []views.Report) []load {
+	var out []load
 	for _, r := range runs {
-		if !slices.Contains(out, r.Viewers) {
-			out = append(out, r.Viewers)
+		if !slices.Contains(out, loadOf(r)) {
+			out = append(out, loadOf(r))
 		}
 	}
 	return out
 }
 
-// viewsOf is the run of counter name over people, if any.
-func viewsOf(runs []views.Report, name string, people int) *views.Report {
-	i := slices.IndexFunc(runs, func(r views.Report) bool { return r.Counter == name && r.Viewers == people })
+// viewsOf is the run of counter name under l, if any.
+func viewsOf(runs []views.Report, name string, l load) *views.Report {
+	i := slices.IndexFunc(runs, func(r views.Report) bool { return r.Counter == name && loadOf(r) == l })
 	if i < 0 {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
-	"google.golang.org/genproto/googleapis/type/latlng"
 )
 
 // Storage is what documents keep: how many, and their size as Firestore
@@ -75,6 +74,8 @@ func mapSize(m map[string]any) int64 {
 	return n
 }
 
+// valueSize is the size of a value of the types counters' documents hold
+// (no geopoints).
 func valueSize(v any) int64 {
 	switch v := v.(type) {
 	case string:
@@ -85,8 +86,6 @@ func valueSize(v any) int64 {
 		return 1
 	case int64, float64, time.Time:
 		return 8
-	case *latlng.LatLng:
-		return 16
 	case *firestore.DocumentRef:
 		return nameSize(v.Path)
 	case map[string]any:

@@ -39,13 +39,22 @@ type bucketRead struct {
 	start time.Time
 }
 
-// shardOf is the shard a distinct counter's batch goes to first: the
-// shard of its first member (by hash), so that a viewer who comes back
-// alone finds themselves in the sketches read and writes nothing.
-// Batches of other members still spread over the shards, and any shard
-// takes any member: a lost race tries another.
-func shardOf(c counter.Counter, ops []increment.Op) int {
-	return int(distinct.Hash(ops[0].User) % uint64(c.NumShards))
+// homeShard is the shard a distinct counter's batch of one member's views
+// goes to first, by the member's hash, so that a viewer who comes back
+// alone finds themselves in the sketches read and writes nothing; false
+// for a batch of several members, which goes to any shard at random, so
+// that no member's shard takes more than its share, and for any other
+// counter. Any shard takes any member: a lost race tries another.
+func homeShard(c counter.Counter, ops []increment.Op) (int, bool) {
+	if !c.Distinct {
+		return 0, false
+	}
+	for _, op := range ops[1:] {
+		if op.User != ops[0].User {
+			return 0, false
+		}
+	}
+	return int(distinct.Hash(ops[0].User) % uint64(c.NumShards)), true
 }
 
 // sketchedGranularities are the buckets a distinct counter keeps sketches

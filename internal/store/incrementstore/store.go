@@ -115,8 +115,8 @@ func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []incr
 		return results
 	}
 	shard := s.counters.IntN(id, c.NumShards)
-	if c.Distinct {
-		shard = shardOf(c, ops)
+	if k, ok := homeShard(c, ops); ok {
+		shard = k
 	}
 	b := increment.New(c, shard, ops)
 	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", id)
