@@ -117,7 +117,7 @@ func New(c counter.Counter, shard int, ops []Op) *Batch {
 	var group []int
 	for i, op := range ops {
 		b.dupOf[i] = -1
-		if !sameIncarnation(op.Counter, c) {
+		if !SameIncarnation(op.Counter, c) {
 			b.results[i].Err = errs.Retryable(nil, time.Second, "counter %q changed while this increment waited; retry", c.ID)
 			continue
 		}
@@ -137,10 +137,10 @@ func New(c counter.Counter, shard int, ops []Op) *Batch {
 	return b
 }
 
-// sameIncarnation reports whether a counter an op was authorized on is the
+// SameIncarnation reports whether a counter an op was authorized on is the
 // one a commit writes: the same settings a caller's rights depend on, and
 // the same creation (one not created yet is the one its first use creates).
-func sameIncarnation(op, c counter.Counter) bool {
+func SameIncarnation(op, c counter.Counter) bool {
 	if op.ID == "" {
 		return true // not read by its caller (tests, tools): the batch's
 	}

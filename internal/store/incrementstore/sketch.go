@@ -2,6 +2,7 @@ package incrementstore
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -139,4 +140,72 @@ func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched) []*pb.Write
 		writes = append(writes, w)
 	}
 	return writes
+}
+
+// seenViewers splits a distinct counter's ops into those by viewers this
+// instance knows its shards' sketches hold, all-time and in the current
+// hour and day (by op, the shard that holds them), and the rest (their
+// indexes). A sketch never forgets a member of its counter's incarnation,
+// so a known viewer's view changes nothing anywhere: it is answered with
+// no Firestore operation at all. An op with a key, or authorized on
+// another incarnation, is never known.
+func (s *Store) seenViewers(c counter.Counter, ops []increment.Op) (map[int]int, []int) {
+	var seen map[int]int
+	var rest []int
+	if !c.Distinct {
+		return nil, nil
+	}
+	now := s.counters.Now()
+	var starts []time.Time
+	if s.opts.Windows != nil {
+		for _, g := range sketchedGranularities {
+			starts = append(starts, g.Start(now))
+		}
+	}
+	for i, op := range ops {
+		if op.Key != "" || op.Delta != 1 || !increment.SameIncarnation(op.Counter, c) {
+			rest = append(rest, i)
+			continue
+		}
+		if k, ok := s.viewers.Get(viewerKey(c, starts, op.User)); ok {
+			if seen == nil {
+				seen = map[int]int{}
+			}
+			seen[i] = k
+			continue
+		}
+		rest = append(rest, i)
+	}
+	return seen, rest
+}
+
+// noteViewers remembers that the sketches of the batch's shard, as read,
+// hold members (a commit added them, or they were there).
+func (s *Store) noteViewers(b *increment.Batch, sk *sketched, members []string) {
+	if sk == nil {
+		return
+	}
+	var starts []time.Time
+	for _, bk := range sk.buckets {
+		starts = append(starts, bk.start)
+	}
+	for _, m := range members {
+		if key := viewerKey(b.Counter, starts, m); key != "" {
+			s.viewers.Add(key, b.Shard)
+		}
+	}
+}
+
+// viewerKey names member of counter c's incarnation in the sketches of
+// the buckets starting at starts ("" for a counter whose creation is not
+// known yet: its key would outlive it).
+func viewerKey(c counter.Counter, starts []time.Time, member string) string {
+	if c.CreatedAt.IsZero() || c.Version.IsZero() {
+		return ""
+	}
+	key := markKey(c) + "|" + strconv.FormatUint(distinct.Hash(member), 36)
+	for _, t := range starts {
+		key += "|" + strconv.FormatInt(t.Unix(), 36)
+	}
+	return key
 }

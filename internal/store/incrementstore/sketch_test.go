@@ -71,18 +71,21 @@ func TestViewersAgainWriteNothing(t *testing.T) {
 // TestAViewerBackAloneWritesNothing: a commit of one viewer goes to the
 // viewer's shard, so on a counter of 10 shards each of 20 people who come
 // back alone (a counter viewed now and then) writes nothing the second
-// time, where a shard at random would have held them one time in ten.
+// time, on another instance, where a shard at random would have held them
+// one time in ten.
 func TestAViewerBackAloneWritesNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("views"))
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour) // no hour turns between the rounds
 	counters := counterstore.New(db, counterstore.Options{Now: func() time.Time { return now }})
-	s := incrementstore.New(db, counters, incrementstore.Options{Windows: windows.DefaultRetention, ActivityEvery: 24 * time.Hour})
 	if _, err := counters.Create(ctx, counter.Counter{ID: "clip", NumShards: 10, Distinct: true}); err != nil {
 		t.Fatal(err)
 	}
 	for round := range 2 {
+		// Each round on an instance of its own: the second does not
+		// remember the viewers of the first (TestAViewerSeenCostsNothing).
+		s := incrementstore.New(db, counters, incrementstore.Options{Windows: windows.DefaultRetention, ActivityEvery: 24 * time.Hour})
 		before := db.Stats()["other"].Writes
 		for p := range 20 {
 			if r := s.Apply(ctx, "clip", []increment.Op{{Delta: 1, User: fmt.Sprintf("person-%d", p)}}); r[0].Err != nil {
@@ -92,6 +95,54 @@ func TestAViewerBackAloneWritesNothing(t *testing.T) {
 		writes := db.Stats()["other"].Writes - before
 		if round == 1 && writes != 0 {
 			t.Errorf("20 people back alone: %d writes, want none", writes)
+		}
+	}
+}
+
+// TestAViewerSeenCostsNothing: an instance remembers the viewers it added
+// to a shard's sketches this hour, so one of them viewing again costs no
+// Firestore operation at all; another instance reads the sketches and
+// writes nothing; in the next hour the first reads them again and writes
+// that hour's sketch; another incarnation of the id remembers nothing.
+func TestAViewerSeenCostsNothing(t *testing.T) {
+	t.Parallel()
+	db := testenv.DB(t, testenv.NewProjectID("views"))
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+	counters := counterstore.New(db, counterstore.Options{Now: func() time.Time { return now }})
+	opts := incrementstore.Options{Windows: windows.DefaultRetention, ActivityEvery: 24 * time.Hour}
+	first, second := incrementstore.New(db, counters, opts), incrementstore.New(db, counters, opts)
+	c, err := counters.Create(ctx, counter.Counter{ID: "reel", NumShards: 4, Distinct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func(s *incrementstore.Store, on counter.Counter) (reads, writes int64) {
+		before := db.Stats()["other"]
+		r := s.Apply(ctx, "reel", []increment.Op{{Delta: 1, User: "ana", Counter: on, Fresh: now.Add(time.Minute)}})
+		if r[0].Err != nil || r[0].Delta != 1 || r[0].Shard < 0 {
+			t.Fatalf("a view: %+v", r[0])
+		}
+		after := db.Stats()["other"]
+		return after.Reads - before.Reads, after.Writes - before.Writes
+	}
+	other := c
+	other.CreatedAt = c.CreatedAt.Add(time.Hour) // the id deleted and created again, as the op read it
+	for _, step := range []struct {
+		what          string
+		s             *incrementstore.Store
+		on            counter.Counter
+		next          time.Duration
+		reads, writes int64
+	}{
+		{"the first view: the sketches, and the activity marker", first, c, 0, 3, 4},
+		{"again on the same instance", first, c, 0, 0, 0},
+		{"again on another instance", second, c, 0, 3, 0},
+		{"in the next hour", first, c, time.Hour, 3, 1},
+		{"on the id's next incarnation", first, other, 0, 3, 0},
+	} {
+		now = now.Add(step.next)
+		if reads, writes := view(step.s, step.on); reads != step.reads || writes != step.writes {
+			t.Errorf("%s: %d reads and %d writes, want %d and %d", step.what, reads, writes, step.reads, step.writes)
 		}
 	}
 }

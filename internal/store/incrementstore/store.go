@@ -54,10 +54,11 @@ type Store struct {
 	known     *sizedlru.Cache[string, knownValue] // see bound.go
 	contended *sizedlru.Cache[string, bool]       // the last commit of the counter was slow or refused
 	marked    *sizedlru.Cache[string, time.Time]  // when this instance last marked a counter active
+	viewers   *sizedlru.Cache[string, int]        // see sketch.go: viewers a shard's sketches hold, and that shard
 }
 
-// maxRemembered bounds the counters one instance remembers anything of,
-// and rememberedShare the memory each of its three caches takes (a 64th
+// maxRemembered bounds the counters (or viewers) one instance remembers
+// anything of, and rememberedShare the memory each of its caches takes (a 64th
 // of the instance's); the least recently used are forgotten first.
 const (
 	maxRemembered   = 100_000
@@ -74,7 +75,7 @@ func remembered[V any]() *sizedlru.Cache[string, V] {
 // New returns the store on db, whose counters are read with counters.
 func New(db *fs.DB, counters *counterstore.Store, opts Options) *Store {
 	known, contended, marked := remembered[knownValue](), remembered[bool](), remembered[time.Time]()
-	return &Store{db: db, counters: counters, opts: opts, known: known, contended: contended, marked: marked}
+	return &Store{db: db, counters: counters, opts: opts, known: known, contended: contended, marked: marked, viewers: remembered[int]()}
 }
 
 // MaxReadsPerOp bounds the reads one op's share of an Apply comes to: per
@@ -114,6 +115,29 @@ func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []incr
 		}
 		return results
 	}
+	seen, rest := s.seenViewers(c, ops)
+	if len(seen) == 0 {
+		return s.apply(ctx, c, ops)
+	}
+	results := make([]increment.Result, len(ops))
+	for i, k := range seen {
+		results[i] = increment.Result{Delta: 1, Shard: k}
+	}
+	if len(rest) > 0 {
+		others := make([]increment.Op, len(rest))
+		for j, i := range rest {
+			others[j] = ops[i]
+		}
+		for j, r := range s.apply(ctx, c, others) {
+			results[rest[j]] = r
+		}
+	}
+	return results
+}
+
+// apply commits ops to counter c, as Apply says.
+func (s *Store) apply(ctx context.Context, c counter.Counter, ops []increment.Op) []increment.Result {
+	id := c.ID
 	shard := s.counters.IntN(id, c.NumShards)
 	if k, ok := homeShard(c, ops); ok {
 		shard = k
@@ -180,6 +204,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		// Nothing changes: every op is a no-op without a key, or a viewer
 		// every sketch holds already.
 		b.Committed(plan)
+		s.noteViewers(b, sketch, plan.Adds)
 		return false, nil
 	}
 	writes, marks := s.writes(b, plan, guard, sketch, trace.SpanContextFromContext(ctx))
@@ -199,6 +224,7 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		if marks {
 			s.noteMarked(b.Counter, start)
 		}
+		s.noteViewers(b, sketch, plan.Adds)
 		return false, s.settle(b, plan, resp)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 		// A key's record, a member or a sketch changed since it was read,
