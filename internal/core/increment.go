@@ -112,7 +112,8 @@ const MaxIncrementsPerRequest = 500
 // One increment answers its response or its error; a list answers one
 // outcome per item, in order: every valid item of one counter in one
 // commit (atomically, when they fit in one: up to GROUP_COMMIT_MAX_BATCH
-// items), counters independently.
+// items; a distinct counter's viewers the instance knows are counted
+// already answer without it), counters independently.
 func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body IncrementCounterRequest, headerKey *string) (*IncrementCounterResponse, []Incremented, error) {
 	if body.Increments == nil {
 		out := core.increment(ctx, caller, []IncrementItem{body.IncrementItem}, headerKey, false)

@@ -116,11 +116,15 @@ func TestAViewerSeenCostsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shard := -1 // the shard of ana's first view, which every answer names
 	view := func(s *incrementstore.Store, on counter.Counter) (reads, writes int64) {
 		before := db.Stats()["other"]
 		r := s.Apply(ctx, "reel", []increment.Op{{Delta: 1, User: "ana", Counter: on, Fresh: now.Add(time.Minute)}})
-		if r[0].Err != nil || r[0].Delta != 1 || r[0].Shard < 0 {
-			t.Fatalf("a view: %+v", r[0])
+		if shard < 0 {
+			shard = r[0].Shard
+		}
+		if r[0].Err != nil || r[0].Delta != 1 || r[0].Shard != shard {
+			t.Fatalf("a view: %+v, want shard %d", r[0], shard)
 		}
 		after := db.Stats()["other"]
 		return after.Reads - before.Reads, after.Writes - before.Writes
@@ -144,5 +148,15 @@ func TestAViewerSeenCostsNothing(t *testing.T) {
 		if reads, writes := view(step.s, step.on); reads != step.reads || writes != step.writes {
 			t.Errorf("%s: %d reads and %d writes, want %d and %d", step.what, reads, writes, step.reads, step.writes)
 		}
+	}
+	// A batch of known and new viewers: each op answers its own, in order.
+	ops := []increment.Op{{Delta: 1, User: "ana"}, {Delta: 1, User: "bea"}, {Delta: 1, User: "ana"}, {Delta: 1, User: "cem", Key: "k1"}}
+	for i, r := range first.Apply(ctx, "reel", ops) {
+		if r.Err != nil || r.Delta != 1 || r.Shard < 0 || ops[i].User == "ana" && r.Shard != shard {
+			t.Errorf("op %d of a mixed batch (%s): %+v", i, ops[i].User, r)
+		}
+	}
+	if n, _, err := counters.Estimate(ctx, c, time.Time{}); err != nil || n != 3 {
+		t.Errorf("estimate %d (%v), want ana, bea and cem", n, err)
 	}
 }

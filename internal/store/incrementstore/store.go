@@ -99,11 +99,15 @@ const MaxReadsPerOp = 3 * (retry.MaxAttempts + 2*9)
 // key settles.
 func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []increment.Result {
 	ctx, reads := ledger.New(ctx, true)
+	payers := ops
 	defer func() {
 		// The commits read for every op in them: each op's request books
 		// its share.
-		share := (int(reads.Reads()) + len(ops) - 1) / len(ops)
-		for _, op := range ops {
+		if len(payers) == 0 {
+			return
+		}
+		share := (int(reads.Reads()) + len(payers) - 1) / len(payers)
+		for _, op := range payers {
 			op.Ledger.Book(share)
 		}
 	}()
@@ -123,11 +127,13 @@ func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []incr
 	for i, k := range seen {
 		results[i] = increment.Result{Delta: 1, Shard: k}
 	}
+	payers = nil // a known viewer's view reads nothing
 	if len(rest) > 0 {
 		others := make([]increment.Op, len(rest))
 		for j, i := range rest {
 			others[j] = ops[i]
 		}
+		payers = others
 		for j, r := range s.apply(ctx, c, others) {
 			results[rest[j]] = r
 		}
