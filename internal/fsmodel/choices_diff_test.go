@@ -80,8 +80,6 @@ func (c choiceCounter) shard(k int) string       { return fmt.Sprintf("%s/shards
 func (c choiceCounter) member(u int) string      { return fmt.Sprintf("%s/members/u%d", c.id, u) }
 func (c choiceCounter) bucket(k int) string      { return fmt.Sprintf("%s/windows/minute_%d", c.id, k) }
 func (c choiceCounter) all() []string            { return append(c.under(), c.id) }
-func (w *world) full(path string) string         { return w.root + "/" + path }
-func (w *world) database() string                { return strings.TrimSuffix(w.root, "/documents") }
 func (c choiceCounter) countOf(ch string) string { return "counts." + ch }
 
 func (c choiceCounter) under() []string {
@@ -100,26 +98,6 @@ func (w *world) version(path string) time.Time {
 		return time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return resps[0].GetFound().GetUpdateTime().AsTime()
-}
-
-// commitOf runs a commit of writes built for w, and says what it did as
-// TestModelMatchesTheEmulator does.
-func (w *world) commitOf(writes []*pb.Write) string {
-	resp, err := w.api.Commit(context.Background(), &pb.CommitRequest{Database: w.database(), Writes: writes})
-	if err != nil {
-		return errCode(err)
-	}
-	w.commits = append(w.commits, resp.GetCommitTime().AsTime())
-	var b strings.Builder
-	fmt.Fprintf(&b, "ok at %s:", w.norm(resp.GetCommitTime(), false))
-	for _, res := range resp.GetWriteResults() {
-		fmt.Fprintf(&b, " [updated %s", w.norm(res.GetUpdateTime(), false))
-		for _, v := range res.GetTransformResults() {
-			fmt.Fprintf(&b, " %s", w.value(v))
-		}
-		b.WriteString("]")
-	}
-	return b.String()
 }
 
 // randomOp is the next call of a sequence that made commits commits;
@@ -222,14 +200,7 @@ func (c choiceCounter) randomOp(r *rand.Rand, commits int, first bool) op {
 		}}
 	}
 	return op{fmt.Sprintf("get every document at %d", k), func(w *world) string {
-		req := &pb.BatchGetDocumentsRequest{Database: w.database()}
-		for _, p := range c.all() {
-			req.Documents = append(req.Documents, w.full(p))
-		}
-		if k >= 0 {
-			req.ConsistencySelector = &pb.BatchGetDocumentsRequest_ReadTime{ReadTime: w.time(k)}
-		}
-		resps, err := w.api.BatchGetDocuments(context.Background(), req)
+		resps, err := w.getAt(c.all(), k)
 		if err != nil {
 			return errCode(err)
 		}

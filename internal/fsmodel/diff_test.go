@@ -127,6 +127,41 @@ func (w *world) doc(d *pb.Document) string {
 		w.norm(d.GetCreateTime(), false), w.norm(d.GetUpdateTime(), false))
 }
 
+func (w *world) full(path string) string { return w.root + "/" + path }
+func (w *world) database() string        { return strings.TrimSuffix(w.root, "/documents") }
+
+// commitOf runs a commit of writes built for w, and says what it did: its
+// time, and each write's update time and transforms' results.
+func (w *world) commitOf(writes []*pb.Write) string {
+	resp, err := w.api.Commit(context.Background(), &pb.CommitRequest{Database: w.database(), Writes: writes})
+	if err != nil {
+		return errCode(err)
+	}
+	w.commits = append(w.commits, resp.GetCommitTime().AsTime())
+	var b strings.Builder
+	fmt.Fprintf(&b, "ok at %s:", w.norm(resp.GetCommitTime(), false))
+	for _, res := range resp.GetWriteResults() {
+		fmt.Fprintf(&b, " [updated %s", w.norm(res.GetUpdateTime(), false))
+		for _, v := range res.GetTransformResults() {
+			fmt.Fprintf(&b, " %s", w.value(v))
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// getAt reads documents paths in w at the sym-th commit's time (now: -1).
+func (w *world) getAt(paths []string, sym int) ([]*pb.BatchGetDocumentsResponse, error) {
+	req := &pb.BatchGetDocumentsRequest{Database: w.database()}
+	for _, p := range paths {
+		req.Documents = append(req.Documents, w.full(p))
+	}
+	if sym >= 0 {
+		req.ConsistencySelector = &pb.BatchGetDocumentsRequest_ReadTime{ReadTime: w.time(sym)}
+	}
+	return w.api.BatchGetDocuments(context.Background(), req)
+}
+
 func errCode(err error) string {
 	lastErr = err.Error()
 	return "error " + status.Code(err).String()
@@ -283,38 +318,17 @@ func randomOp(r *rand.Rand, commits int) op {
 				// millisecond, so both store a new one.
 				time.Sleep(2 * time.Millisecond)
 			}
-			req := &pb.CommitRequest{Database: strings.TrimSuffix(w.root, "/documents")}
+			var built []*pb.Write
 			for _, mk := range writes {
-				req.Writes = append(req.Writes, mk(w))
+				built = append(built, mk(w))
 			}
-			resp, err := w.api.Commit(context.Background(), req)
-			if err != nil {
-				return errCode(err)
-			}
-			w.commits = append(w.commits, resp.GetCommitTime().AsTime())
-			var b strings.Builder
-			fmt.Fprintf(&b, "ok at %s:", w.norm(resp.GetCommitTime(), false))
-			for _, res := range resp.GetWriteResults() {
-				fmt.Fprintf(&b, " [updated %s", w.norm(res.GetUpdateTime(), false))
-				for _, v := range res.GetTransformResults() {
-					fmt.Fprintf(&b, " %s", w.value(v))
-				}
-				b.WriteString("]")
-			}
-			return b.String()
+			return w.commitOf(built)
 		}}
 	case 5:
 		names := []string{allDocs[r.IntN(len(allDocs))], allDocs[r.IntN(len(allDocs))]}
 		sym := r.IntN(commits+1) - 1 // -1: now
 		return op{fmt.Sprintf("get %v at %d", names, sym), func(w *world) string {
-			req := &pb.BatchGetDocumentsRequest{Database: strings.TrimSuffix(w.root, "/documents")}
-			for _, n := range names {
-				req.Documents = append(req.Documents, w.root+"/"+n)
-			}
-			if sym >= 0 {
-				req.ConsistencySelector = &pb.BatchGetDocumentsRequest_ReadTime{ReadTime: w.time(sym)}
-			}
-			resps, err := w.api.BatchGetDocuments(context.Background(), req)
+			resps, err := w.getAt(names, sym)
 			if err != nil {
 				return errCode(err)
 			}
