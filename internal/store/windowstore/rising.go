@@ -26,25 +26,15 @@ import (
 // depth documents and 8 × depth aggregations.
 func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error) {
 	current := windows.Hour.Start(now)
-	var candidates []string
-	for _, list := range []struct {
-		start time.Time
-		by    By
-	}{{current, ByRise}, {current, ByCount}, {current.Add(-time.Hour), ByRise}, {current.Add(-time.Hour), ByCount}} {
-		ranked, err := s.top(ctx, windows.Hour, list.start, depth, kind, list.by)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, c := range ranked {
-			if !slices.Contains(candidates, c.CounterID) {
-				candidates = append(candidates, c.CounterID)
-			}
-		}
+	ranked, err := s.tops(ctx, windows.Hour, []list{{current, ByRise}, {current, ByCount}, {current.Add(-time.Hour), ByRise}, {current.Add(-time.Hour), ByCount}}, depth, kind)
+	if err != nil {
+		return nil, 0, err
 	}
-	scored := make([]windows.Scored, len(candidates))
+	ids := candidates(ranked)
+	scored := make([]windows.Scored, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(risingSums) // latency: the candidates are summed a few at a time, not one after the other
-	for i, id := range candidates {
+	for i, id := range ids {
 		g.Go(func() (err error) {
 			scored[i], err = s.score(gctx, r, now, id)
 			return err
@@ -57,7 +47,7 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 	slices.SortFunc(out, func(a, b windows.Scored) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.CounterID, b.CounterID))
 	})
-	return out[:min(limit, len(out))], len(candidates), nil
+	return out[:min(limit, len(out))], len(ids), nil
 }
 
 // risingSums is how many candidates a rising ranking sums at once.

@@ -37,36 +37,26 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 	if !previous.Before(current) {
 		previous = r.List.Step(current, -1) // it starts in the current one: the previous holds none of it, and its lists are skipped
 	}
-	type list struct {
-		start time.Time
-		by    By
-	}
 	lists := []list{{current, ByCount}}
 	if slot := windows.Slot(r.List, previous, r.From(now)); slot < windows.PeakSlots {
 		lists = append(lists, list{previous, ByPeak(slot)}, list{previous, ByGross})
 	}
-	var candidates [][]windows.Ranked
-	bound := int64(0)
-	for _, l := range lists {
-		ranked, err := s.top(ctx, r.List, l.start, depth, kind, l.by)
-		if err != nil {
-			return nil, false, err
-		}
-		candidates, bound = append(candidates, ranked), bound+tail(ranked, depth)
+	ranked, err := s.tops(ctx, r.List, lists, depth, kind)
+	if err != nil {
+		return nil, false, err
 	}
-	seen := map[string]bool{}
+	bound := int64(0)
+	for _, rs := range ranked {
+		bound += tail(rs, depth)
+	}
 	var out []windows.Ranked
-	for _, c := range slices.Concat(candidates...) {
-		if seen[c.CounterID] {
-			continue
-		}
-		seen[c.CounterID] = true
-		n, err := s.sumSince(ctx, c.CounterID, r.Sum, r.From(now))
+	for _, id := range candidates(ranked) {
+		n, err := s.sumSince(ctx, id, r.Sum, r.From(now))
 		if err != nil {
 			return nil, false, err
 		}
 		if n > 0 {
-			out = append(out, windows.Ranked{CounterID: c.CounterID, Count: n})
+			out = append(out, windows.Ranked{CounterID: id, Count: n})
 		}
 	}
 	slices.SortFunc(out, func(a, b windows.Ranked) int {
@@ -104,4 +94,34 @@ func (s *Store) sumSince(ctx context.Context, id string, g windows.Granularity, 
 func (s *Store) RollingQuery(id string, g windows.Granularity, from time.Time) firestore.Query {
 	return s.db.Collection(dm.UnderCounter(id, dm.Windows)).
 		Where(dm.FieldGranularity, "==", string(g)).Where(dm.FieldStart, ">=", from).OrderBy(dm.FieldStart, firestore.Asc)
+}
+
+// list is a ranking of one bucket to read: its start, and what by.
+type list struct {
+	start time.Time
+	by    By
+}
+
+// tops reads each of lists of granularity g to depth (of kind, when not
+// ""), a query each.
+func (s *Store) tops(ctx context.Context, g windows.Granularity, lists []list, depth int, kind string) ([][]windows.Ranked, error) {
+	out := make([][]windows.Ranked, len(lists))
+	for i, l := range lists {
+		var err error
+		if out[i], err = s.top(ctx, g, l.start, depth, kind, l.by); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// candidates are the counters of rankings, each once, in their order.
+func candidates(rankings [][]windows.Ranked) []string {
+	var out []string
+	for _, c := range slices.Concat(rankings...) {
+		if !slices.Contains(out, c.CounterID) {
+			out = append(out, c.CounterID)
+		}
+	}
+	return out
 }
