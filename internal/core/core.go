@@ -69,13 +69,18 @@ type Counters interface {
 	Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error)
 	SetRanked(ctx context.Context, id string, ranked bool) error
 	List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error)
+	// AppDocumentExists reads a document of the app's (a kind's keys_in).
+	AppDocumentExists(ctx context.Context, path string) (bool, error)
+}
+
+// Members are the member documents of counters that count users.
+type Members interface {
+	// Members are a page of counter id's members after the uid after.
 	Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error)
 	IsMember(ctx context.Context, id, uid string) (member bool, choice string, err error)
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
-	// AppDocumentExists reads a document of the app's (a kind's keys_in).
-	AppDocumentExists(ctx context.Context, path string) (bool, error)
 }
 
 // Increments add to counters' shards.
@@ -109,6 +114,7 @@ type Instruments interface {
 // Stores are what the core works on.
 type Stores struct {
 	Counters    Counters
+	Members     Members
 	Increments  Increments
 	Windows     Windows
 	Instruments Instruments
@@ -120,10 +126,29 @@ type Stores struct {
 	ReadsPerQuery int
 }
 
+// Metrics are what the core counts (internal/telemetry's when deployed).
+type Metrics interface {
+	// CountIncrement counts one increment's outcome, of a like (a counter
+	// of members) or not: its result, or err.
+	CountIncrement(like bool, r increment.Result, err error)
+}
+
+// Options are what the core is given beside its stores.
+type Options struct {
+	// Now is the core's clock (nil: time.Now): the simulation's instances
+	// each have one.
+	Now func() time.Time
+	// Metrics counts what the core does (nil: nothing).
+	Metrics Metrics
+}
+
 // Core serves the counters' functions of one instance.
 type Core struct {
 	cfg        config.Config
+	now        func() time.Time
+	metrics    Metrics
 	counters   Counters
+	members    Members
 	increments Increments
 	windows    Windows
 	instrs     Instruments
@@ -133,9 +158,16 @@ type Core struct {
 }
 
 // New returns the core of cfg over stores.
-func New(cfg config.Config, stores Stores) *Core {
-	core := &Core{cfg: cfg, counters: stores.Counters, increments: stores.Increments, windows: stores.Windows, instrs: stores.Instruments,
-		limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits), readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset, stores.ReadsPerQuery)}
+func New(cfg config.Config, stores Stores, opts Options) *Core {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = noMetrics{}
+	}
+	core := &Core{cfg: cfg, now: opts.Now, metrics: opts.Metrics, counters: stores.Counters, members: stores.Members, increments: stores.Increments,
+		windows: stores.Windows, instrs: stores.Instruments, limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits),
+		readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset, stores.ReadsPerQuery)}
 	maxBatch := cfg.GroupCommitMaxBatch
 	if !cfg.GroupCommit {
 		maxBatch = 1
@@ -143,6 +175,10 @@ func New(cfg config.Config, stores Stores) *Core {
 	core.batcher = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, core.flush)
 	return core
 }
+
+type noMetrics struct{}
+
+func (noMetrics) CountIncrement(bool, increment.Result, error) {}
 
 // flush is the group commit's: one counter's queued increments in one
 // commit, under the function's deadline but no caller's context (callers

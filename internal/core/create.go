@@ -36,7 +36,7 @@ type CreateCounterResponse struct {
 // client's followers_count is not to be trusted), an explicit num_shards
 // above it is refused.
 func (b CreateCounterRequest) counterToCreate(maxShards int) (counter.Counter, error) {
-	c := counter.Counter{ID: counter.NewID(), Unique: b.Unique != nil && *b.Unique}
+	c := counter.Counter{ID: counter.NewID(), Mode: counter.ModeOf(b.Unique != nil && *b.Unique, nil, false, false)}
 	if b.CounterID != nil {
 		if err := counter.ValidateID(*b.CounterID); err != nil {
 			return c, err
@@ -105,7 +105,7 @@ func (core *Core) CreateCounter(ctx context.Context, caller Caller, body CreateC
 	if err != nil {
 		return CreateCounterResponse{}, err
 	}
-	return CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Unique}, nil
+	return CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Mode.Members()}, nil
 }
 
 // createOfKind creates a counter of a declared kind ahead of its first
@@ -127,5 +127,5 @@ func (core *Core) createOfKind(ctx context.Context, caller Caller, body CreateCo
 	if err != nil {
 		return CreateCounterResponse{}, err
 	}
-	return CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Unique}, nil
+	return CreateCounterResponse{CounterID: c.ID, NumShards: c.NumShards, Unique: c.Mode.Members()}, nil
 }

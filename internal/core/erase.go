@@ -51,23 +51,23 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 		return EraseMemberResponse{}, errs.New(errs.PermissionDenied, "eraseMember is for admins (your app's backend)")
 	}
 	uid := deref(body.UID)
-	if counter.ValidateMemberID(uid) != nil {
-		return EraseMemberResponse{}, errs.Invalid("uid", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
+	if err := counter.ValidateUID("uid", uid); err != nil {
+		return EraseMemberResponse{}, err
 	}
 	cur, err := erasureCursor(deref(body.PageToken), uid)
 	if err != nil {
 		return EraseMemberResponse{}, err
 	}
 	if cur.began.IsZero() {
-		cur.began = time.Now()
+		cur.began = core.now()
 	}
 	resp := EraseMemberResponse{UID: uid}
-	stopAt := time.Now().Add(core.cfg.FirestoreDeadline / 2)
+	stopAt := core.now().Add(core.cfg.FirestoreDeadline / 2)
 	if d, ok := ctx.Deadline(); ok {
-		stopAt = time.Now().Add(time.Until(d) / 2)
+		stopAt = core.now().Add(d.Sub(core.now()) / 2)
 	}
-	for time.Now().Before(stopAt) {
-		page, err := core.counters.Memberships(ctx, uid, cur.after, erasePage)
+	for core.now().Before(stopAt) {
+		page, err := core.members.Memberships(ctx, uid, cur.after, erasePage)
 		if err != nil {
 			return resp, err
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
-	"github.com/shardcount/shardcount/internal/telemetry"
 )
 
 // IncrementItem is one increment: a delta (default 1) or an action_type
@@ -105,7 +102,7 @@ type Incremented struct {
 
 // MaxIncrementsPerRequest is the most items one request's increments may
 // hold.
-const MaxIncrementsPerRequest = 500
+const MaxIncrementsPerRequest = increment.MaxBatch
 
 // IncrementCounter applies one increment, body's own, or each item of
 // body.Increments; headerKey is the request's Idempotency-Key, when sent.
@@ -195,7 +192,8 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 			if err == nil {
 				r = rs[j]
 			}
-			telemetry.CountIncrement(c.Unique, r, err)
+			core.metrics.CountIncrement(c.Mode.Members(), r, err)
+			ledger.From(ctx).Book(r.Reads) // its share of what the commit read
 			switch {
 			case err != nil:
 				out[i].Err = err
@@ -219,11 +217,10 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 }
 
 // authorize reads counter id (once per request), pays for its first use,
-// and checks what the caller may do to it with op: a unique counter takes
-// +1 or −1 from an identified caller only (an admin's for member, when
-// given; an end user's −1 not on a join-only kind), a choice counter one
-// of its choices or none, a plain one a delta within the caller's role.
-// It returns op, with its user and its counter.
+// and checks what the caller may do to it with op, as its mode takes it
+// (modes.go): a delta within the caller's role, or +1 or −1 of the caller
+// (an admin's for member), a choice, a member added once. It returns op,
+// with its user and its counter.
 func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item IncrementItem, read map[string]authorized) (increment.Op, error) {
 	member := item.Member
 	if member != nil && !caller.Admin {
@@ -241,76 +238,8 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		a = authorized{c: c, fresh: fresh}
 		read[id] = a
 	}
-	op.User, op.Counter, op.Fresh, op.Ledger = caller.User, a.c, a.fresh, ledger.From(ctx)
-	if err := choose(a.c, &op, item); err != nil {
-		return op, err
-	}
-	if a.c.Distinct {
-		return op, addsOnce(a.c, &op, member)
-	}
-	if !a.c.Unique {
-		if member != nil {
-			return op, errs.Invalid("member", "goes with unique counters; %q counts increments, not members", id)
-		}
-		return op, core.mayAdd(caller, a.c, op.Delta)
-	}
-	if op.Delta != 1 && op.Delta != -1 {
-		return op, errs.Invalid("delta", "must be 1 or -1 on unique counter %q: +1 adds you, -1 removes you", id)
-	}
-	if member != nil {
-		if op.User = *member; op.User == "" || counter.ValidateMemberID(op.User) != nil {
-			return op, errs.Invalid("member", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
-		}
-		if op.Key != "" {
-			// The admin's key, apart from the member's own: a key a client
-			// sends cannot hold a NUL, so the member cannot take it first.
-			op.Key = "\x00" + caller.User + "\x00" + op.Key
-		}
-		return op, nil
-	}
-	if op.Delta == -1 && !caller.Admin && core.cfg.Kinds[a.c.Kind].JoinOnly {
-		return op, errs.New(errs.PermissionDenied, "%q is of a join-only kind: a member does not leave (an admin may remove one)", id)
-	}
-	return op, counter.ValidateMemberID(caller.User)
-}
-
-// addsOnce checks an op of distinct counter c: +1 of the caller, or of
-// member for an admin. Its key is dropped: a member added again changes
-// nothing, so a retry needs none, and no record is written.
-func addsOnce(c counter.Counter, op *increment.Op, member *string) error {
-	if op.Delta != 1 {
-		return errs.Invalid("delta", "must be 1 on distinct counter %q: a member is added once, and never removed", c.ID)
-	}
-	if member != nil {
-		op.User = *member
-		if op.User == "" || counter.ValidateMemberID(op.User) != nil {
-			return errs.Invalid("member", "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
-		}
-	}
-	op.Key = ""
-	return counter.ValidateMemberID(op.User)
-}
-
-// choose checks item's choice against counter c, and sets op's: a choice
-// counter takes one of its choices, or "" (or a −1) to remove the
-// caller's; other counters take none.
-func choose(c counter.Counter, op *increment.Op, item IncrementItem) error {
-	switch {
-	case item.Choice == nil && c.Choices != nil && op.Delta != -1:
-		return errs.Invalid("choice", "is required on %q: one of %s, or \"\" to remove yours", c.ID, strings.Join(c.Choices, ", "))
-	case item.Choice == nil:
-		return nil // on a choice counter, a −1 removes the choice
-	case c.Choices == nil:
-		return errs.Invalid("choice", "goes with counters of a choice kind; %q has no choices", c.ID)
-	case item.Delta != nil || item.ActionType != nil:
-		return errs.Invalid("choice", "and delta or action_type are exclusive: a choice sets yours, \"\" removes it")
-	case *item.Choice != "" && !slices.Contains(c.Choices, *item.Choice):
-		return errs.Invalid("choice", "%q is not a choice of %q: one of %s, or \"\" to remove yours", *item.Choice, c.ID, strings.Join(c.Choices, ", "))
-	}
-	if op.Choice, op.Delta = *item.Choice, 1; op.Choice == "" {
-		op.Delta = -1
-	}
-	return nil
+	op.User, op.Counter, op.Fresh = caller.User, a.c, a.fresh
+	return op, modes[a.c.Mode].take(core, caller, a.c, &op, item)
 }
 
 // validate checks an increment on its own; headerKey is the request's
@@ -356,12 +285,7 @@ func incrementResponse(c counter.Counter, r increment.Result) *IncrementCounterR
 	if r.Shard >= 0 {
 		resp.Shard = &r.Shard
 	}
-	if c.Unique {
-		resp.Member, resp.Changed = &r.Member, &r.Changed
-	}
-	if c.Choices != nil {
-		resp.Choice, resp.Previous = &r.Choice, &r.Previous
-	}
+	modes[c.Mode].answer(resp, r)
 	return resp
 }
 

@@ -148,7 +148,7 @@ func (core *Core) ListCounters(ctx context.Context, caller Caller, body ListCoun
 	resp := ListCountersResponse{Counters: make([]ListedCounter, len(cs)), NextPageToken: next}
 	for i, c := range cs {
 		resp.Counters[i] = ListedCounter{CounterID: c.ID, Count: c.Count, NumShards: c.NumShards,
-			CreatedAt: rfc3339Time(c.CreatedAt), Owner: c.Owner, Unique: c.Unique}
+			CreatedAt: rfc3339Time(c.CreatedAt), Owner: c.Owner, Unique: c.Mode.Members()}
 	}
 	return resp, nil
 }

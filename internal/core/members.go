@@ -52,10 +52,10 @@ func (core *Core) ListMembers(ctx context.Context, caller Caller, body ListMembe
 	if err != nil {
 		return ListMembersResponse{}, err
 	}
-	if !c.Unique {
+	if !modes[c.Mode].members {
 		return ListMembersResponse{}, errs.Invalid("counter_id", "%q is not a unique counter: it has no members", id)
 	}
-	members, next, err := core.counters.Members(ctx, id, after, limit)
+	members, next, err := core.members.Members(ctx, id, after, limit)
 	if err != nil {
 		return ListMembersResponse{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
-	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
@@ -154,7 +153,7 @@ const historyBuckets = 100
 
 func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounterRequest) (GetCounterResponse, error) {
 	ctx = ledger.WithLabel(ctx, "read")
-	id, consistency, h, err := body.validate(time.Now())
+	id, consistency, h, err := body.validate(core.now())
 	if err != nil {
 		return GetCounterResponse{}, err
 	}
@@ -175,7 +174,8 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 		}
 	}
 	if h != nil {
-		perBucket, err := core.sketchesPerBucket(id, h)
+		kind, _ := core.cfg.Kinds.Of(id)
+		perBucket, err := modes[kind.Mode()].perBucket(kind, id, h)
 		if err != nil {
 			return GetCounterResponse{}, err
 		}
@@ -206,49 +206,25 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounter
 		}
 		resp.Count, resp.AsOf, resp.Reshard = c.Count, rfc3339Time(c.AsOf), reshardStatus(c.Reshard)
 		if c.Version.IsZero() {
-			resp.AsOf = rfc3339Time(time.Now()) // of a kind, not used yet: 0 now
+			resp.AsOf = rfc3339Time(core.now()) // of a kind, not used yet: 0 now
 		}
 	}
-	resp.NumShards, resp.Unique = c.NumShards, c.Unique
-	resp.Counts = byChoice(c.Choices, c.Counts)
-	if c.Distinct {
-		resp.Estimate, resp.StandardError = true, distinct.StandardError
-	}
-	if c.Unique && caller.User != "" {
-		member, choice, err := core.counters.IsMember(ctx, id, caller.User)
-		if err != nil {
-			return GetCounterResponse{}, err
-		}
-		resp.Member = &member
-		if c.Choices != nil {
-			resp.Choice = &choice
-		}
-	}
-	if h != nil && (c.Distinct || h.union != "") {
-		return core.distinctHistory(ctx, c, h, resp)
+	resp.NumShards, resp.Unique = c.NumShards, c.Mode.Members()
+	if err := modes[c.Mode].read(core, ctx, caller, c, &resp); err != nil {
+		return GetCounterResponse{}, err
 	}
 	if h != nil {
-		tallies, err := core.windows.History(ctx, id, h.g, h.starts)
-		if err != nil {
-			return GetCounterResponse{}, err
-		}
-		resp.History = make([]HistoryPoint, len(tallies))
-		for i, t := range tallies {
-			resp.History[i] = HistoryPoint{Start: h.starts[i].Format(time.RFC3339), Count: t.Count, Counts: byChoice(c.Choices, t.Counts)}
-		}
+		return modes[c.Mode].history(core, ctx, c, h, resp)
 	}
 	return resp, nil
 }
 
 // strongTokens is what a strong read of counter id spends: a token of
-// strong pays for 3 reads, and a choice counter's read sums each choice
-// too (a SUM each).
+// strong pays for 3 reads, and a token more for every 3 reads its kind's
+// counters make beyond the document and a SUM (counter.Kind.StrongReads).
 func (core *Core) strongTokens(id string) int {
 	kind, _ := core.cfg.Kinds.Of(id)
-	if kind.Distinct {
-		return 1 + (kind.Counter(id).NumShards+2)/3 // a sketch a shard, read
-	}
-	return 1 + (len(kind.Choices)+2)/3
+	return 1 + (kind.StrongReads()+2)/3
 }
 
 // byChoice is counts with each of choices, 0 when absent (none chosen

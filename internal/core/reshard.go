@@ -44,10 +44,8 @@ func (core *Core) ReshardCounter(ctx context.Context, caller Caller, body Reshar
 	if err != nil {
 		return ReshardCounterResponse{}, err
 	}
-	if c.Distinct {
-		// Its shards hold sketches, which a merge of sums would lose, and a
-		// strong read's price counts on its kind's shards.
-		return ReshardCounterResponse{}, errs.Invalid("counter_id", "%q is a distinct counter: it keeps its kind's num_shards", id)
+	if err := c.Mode.Reshards(id); err != nil {
+		return ReshardCounterResponse{}, err
 	}
 	if limit := c.MaxShardsFor(core.cfg.UserMaxShards); !caller.Admin && n > limit {
 		return ReshardCounterResponse{}, &errs.Error{Code: errs.PermissionDenied, Field: "num_shards",

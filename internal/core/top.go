@@ -97,7 +97,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 	}
 	window := deref(body.Window)
 	resp := TopCountersResponse{Window: window, Kind: kind, Choice: choice}
-	now := time.Now()
+	now := core.now()
 	var g windows.Granularity
 	var start time.Time
 	rolling, isRolling := rollingWindows[window]
@@ -174,7 +174,7 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 		return TopCountersResponse{}, err
 	}
 	r := windows.RisingNow
-	scored, candidates, err := core.windows.Rising(ctx, r, time.Now(), risingDepth, limit, kind)
+	scored, candidates, err := core.windows.Rising(ctx, r, core.now(), risingDepth, limit, kind)
 	if err != nil {
 		return TopCountersResponse{}, err
 	}

@@ -10,6 +10,8 @@ package counter
 import (
 	"crypto/rand"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,17 +96,16 @@ type Counter struct {
 	// Ranked counters appear in topCounters (a kind's counters as the kind
 	// says, an admin's by default, an end user's once an admin marks it).
 	Ranked bool
-	// Unique counters count distinct users, each at most once
-	// (members/{uid}); their value is their number of members.
-	Unique bool
-	// Choices, of a choice counter (a unique one): what each member
-	// chose among, as its kind declared them when it was created.
+	// Mode is how the counter counts: every increment, or users (each a
+	// member document, members/{uid}: its value is their number), or
+	// distinct users estimated from the shards' sketches
+	// (internal/distinct: Count is an estimate).
+	Mode Mode
+	// Choices, of a choice counter: what each member chose among, as its
+	// kind declared them when it was created.
 	Choices []string
 	// Counts are a choice counter's members by choice, as of AsOf.
-	Counts map[string]int64
-	// Distinct counters estimate their distinct members from the shards'
-	// sketches (internal/distinct): Count is an estimate.
-	Distinct  bool
+	Counts    map[string]int64
 	CreatedAt time.Time
 	// MemberKinds is true once every member document names the counter's
 	// kind (always for a counter of this version; reconcile names those of
@@ -175,6 +176,19 @@ type Deletion struct {
 	At, PurgeAfter time.Time
 	// Purged counts the documents its purge deleted so far.
 	Purged int64
+}
+
+// CountsAs reports whether counter c counts as o does: the same mode, of
+// the same choices.
+func (c Counter) CountsAs(o Counter) bool {
+	return c.Mode == o.Mode && slices.Equal(c.Choices, o.Choices)
+}
+
+// Incarnation names the counter's creation: an id deleted and created
+// again is another incarnation, which nothing remembered of the first
+// reaches.
+func (c Counter) Incarnation() string {
+	return c.ID + "@" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10)
 }
 
 // IsDeleted reports whether the document is a deleted counter's tombstone.
@@ -349,6 +363,15 @@ func ValidateMemberID(uid string) error {
 	case len(uid) > 128 || strings.Contains(uid, "/") || uid == "." || uid == ".." ||
 		len(uid) >= 4 && strings.HasPrefix(uid, "__") && strings.HasSuffix(uid, "__"):
 		return errs.New(errs.InvalidArgument, "the caller's uid cannot name a member document of a unique counter")
+	}
+	return nil
+}
+
+// ValidateUID checks a uid sent in request field: one that can name a
+// member document (ValidateMemberID), and not empty.
+func ValidateUID(field, uid string) error {
+	if uid == "" || ValidateMemberID(uid) != nil {
+		return errs.Invalid(field, "must be a Firebase uid: 1 to 128 characters, no '/', not '.' or '..' or __…__")
 	}
 	return nil
 }

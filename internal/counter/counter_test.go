@@ -134,7 +134,7 @@ func TestChoiceKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := kinds["reactions"].Counter("reactions:p")
-	if !c.Unique || !slices.Equal(c.Choices, []string{"like", "love", "wow"}) {
+	if c.Mode != Choice || !slices.Equal(c.Choices, []string{"like", "love", "wow"}) {
 		t.Errorf("a choice kind's counter: %+v, want unique with its choices", c)
 	}
 	for _, bad := range []string{
@@ -157,7 +157,7 @@ func TestDistinctKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := kinds["viewers"].Counter("viewers:v"); !c.Distinct || c.Unique || kinds["viewers"].Grows() {
+	if c := kinds["viewers"].Counter("viewers:v"); c.Mode != Distinct || c.Mode.Members() || kinds["viewers"].Grows() {
 		t.Errorf("a distinct kind's counter: %+v, grows %v; want distinct, not unique, never grown", c, kinds["viewers"].Grows())
 	}
 	for _, bad := range []string{

@@ -46,7 +46,7 @@ func ExampleParseKinds() {
 	}
 	likes, _ := kinds.Of("likes:post-1")
 	c := likes.Counter("likes:post-1")
-	fmt.Println(c.ID, c.Kind, c.NumShards, c.Unique, c.Origin, c.Ranked)
+	fmt.Println(c.ID, c.Kind, c.NumShards, c.Mode.Members(), c.Origin, c.Ranked)
 	_, ok := kinds.Of("shares:post-1")
 	fmt.Println(ok)
 	_, err = counter.ParseKinds(`{"likes": {"uniq": true}}`)

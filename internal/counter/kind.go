@@ -140,8 +140,7 @@ func (k Kind) Counter(id string) Counter {
 	if n == 0 {
 		n = DefaultShards
 	}
-	return Counter{ID: id, Kind: k.Name, NumShards: n, Unique: k.Unique || k.Choices != nil, Choices: k.Choices,
-		Distinct: k.Distinct, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
+	return Counter{ID: id, Kind: k.Name, NumShards: n, Mode: k.Mode(), Choices: k.Choices, Origin: ByKind, Ranked: k.Ranked == nil || *k.Ranked}
 }
 
 // KeyDocument is the path of the app's document that counter id ("KIND:KEY")
@@ -171,22 +170,25 @@ func isDocumentID(s string) bool {
 // counters.
 func (k Kind) UsersDecrement() bool { return k.Decrement == "users" }
 
-// Grows reports whether automatic sharding may grow the kind's counters.
-// A distinct kind's do not: a sketch's shards are not merged by sums.
-func (k Kind) Grows() bool { return !k.Distinct && (k.AutoSharding == nil || *k.AutoSharding) }
+// Mode is how the kind's counters count.
+func (k Kind) Mode() Mode { return ModeOf(k.Unique, k.Choices, k.Distinct, k.JoinOnly) }
 
-// Counting describes how counters of the kind count, in the terms that
-// make two declarations of one kind count differently: a deploy that
-// changes it changes what existing counters mean.
-func (k Kind) Counting() string {
-	if k.Distinct {
-		return "distinct (each user once, approximately)"
-	}
-	if k.Choices != nil {
-		return "choices (each user at most one of " + strings.Join(k.Choices, ", ") + ")"
-	}
-	if k.Unique {
-		return "unique (each user once)"
-	}
-	return "plain (every increment)"
+// Grows reports whether automatic sharding may grow the kind's counters
+// (never a distinct kind's: Mode.Reshards).
+func (k Kind) Grows() bool {
+	return k.Mode().Reshards(k.Name) == nil && (k.AutoSharding == nil || *k.AutoSharding)
 }
+
+// StrongReads is how many reads a strong read of a counter of the kind
+// makes beyond its document and a SUM of its shards: a choice counter's
+// SUM of each choice, a distinct counter's sketch of each shard (in place
+// of the SUM).
+func (k Kind) StrongReads() int {
+	if k.Mode() == Distinct {
+		return k.Counter(k.Name + ":").NumShards
+	}
+	return len(k.Choices)
+}
+
+// Counting describes how the kind's counters count (Mode.Counting).
+func (k Kind) Counting() string { return k.Mode().Counting(k.Choices) }

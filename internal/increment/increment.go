@@ -20,7 +20,6 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
-	"github.com/shardcount/shardcount/internal/ledger"
 )
 
 // Op is one increment of a shared commit.
@@ -34,9 +33,6 @@ type Op struct {
 	// used until Fresh (SHARD_COUNT_CACHE after the read began).
 	Counter counter.Counter
 	Fresh   time.Time
-	// Ledger is the ledger of the request the op came from, which books
-	// its share of what the commit reads (nil: none).
-	Ledger *ledger.Ledger
 	// Choice, on a choice counter: the choice the op sets for User, in
 	// place of any other ("": removes it; Delta is then −1, else +1).
 	Choice string
@@ -58,6 +54,9 @@ type Result struct {
 	// the op, and before it ("": none).
 	Choice, Previous string
 	Err              error
+	// Reads is the op's share of what its commits read (documents and
+	// aggregations): its request books them where its budget paid.
+	Reads int
 }
 
 // Record is the stored outcome of a keyed op: its idempotency key's
@@ -70,6 +69,11 @@ type Record struct {
 	ExpireAt         time.Time
 	Version          time.Time
 }
+
+// MaxBatch is the most ops one shared commit's batch holds: a request's
+// list of increments (core.MaxIncrementsPerRequest), each split in halves
+// while it keeps losing races (SplitByUser).
+const MaxBatch = 500
 
 // KeyTTL is how long an idempotency key's record lives.
 const KeyTTL = 24 * time.Hour
@@ -145,7 +149,7 @@ func SameIncarnation(op, c counter.Counter) bool {
 		return true // not read by its caller (tests, tools): the batch's
 	}
 	created := !op.Version.IsZero() && !c.Version.IsZero()
-	return op.Unique == c.Unique && slices.Equal(op.Choices, c.Choices) && op.Distinct == c.Distinct && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
+	return op.CountsAs(c) && op.Owner == c.Owner && (!created || op.CreatedAt.Equal(c.CreatedAt))
 }
 
 // Next starts the next group of ops, and reports whether there is one.
@@ -267,12 +271,8 @@ func replay(c counter.Counter, rec Record, op Op) Result {
 // keyConflict refuses a key used before on counter c with another delta,
 // or another choice.
 func keyConflict(c counter.Counter, delta int64, choice string) error {
-	what := fmt.Sprintf("delta %d", delta)
-	if c.Choices != nil {
-		what = fmt.Sprintf("choice %q", choice)
-	}
 	return &errs.Error{Code: errs.AlreadyExists, Field: "idempotency_key",
-		Message: fmt.Sprintf("Idempotency-Key was already used on counter %q with %s", c.ID, what)}
+		Message: fmt.Sprintf("Idempotency-Key was already used on counter %q with %s", c.ID, c.Mode.Change(delta, choice))}
 }
 
 // SplitByUser splits a unique counter's pending ops into two groups by
@@ -283,7 +283,7 @@ func keyConflict(c counter.Counter, delta int64, choice string) error {
 // counter is not unique: only keys race there, and Raced settles them).
 func (b *Batch) SplitByUser() bool {
 	users := b.Users()
-	if !b.Counter.Unique || len(users) < 2 {
+	if !b.Counter.Mode.Members() || len(users) < 2 {
 		return false
 	}
 	var halves [2][]int

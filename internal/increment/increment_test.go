@@ -16,8 +16,8 @@ var (
 	now     = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	created = now.Add(-time.Hour)
 	plain   = counter.Counter{ID: "c", NumShards: 4, Version: created, CreatedAt: created}
-	unique  = counter.Counter{ID: "likes:p", NumShards: 4, Unique: true, Version: created, CreatedAt: created}
-	unused  = counter.Counter{ID: "likes:new", NumShards: 4, Unique: true} // a first use: no Version
+	unique  = counter.Counter{ID: "likes:p", NumShards: 4, Mode: counter.Unique, Version: created, CreatedAt: created}
+	unused  = counter.Counter{ID: "likes:new", NumShards: 4, Mode: counter.Unique} // a first use: no Version
 )
 
 // add is a delta of a user, with an optional key.
@@ -183,7 +183,7 @@ func TestUniqueCountersToggleMembers(t *testing.T) {
 }
 
 func TestChoiceCountersMoveEachUsersOneChoice(t *testing.T) {
-	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Unique: true, Choices: []string{"like", "love", "wow"},
+	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Mode: counter.Choice, Choices: []string{"like", "love", "wow"},
 		Version: created, CreatedAt: created}
 	loves := Membership{Member: true, Choice: "love", Version: created}
 	set := func(user, choice string, key ...string) Op {
@@ -258,7 +258,7 @@ func TestChoiceCountersMoveEachUsersOneChoice(t *testing.T) {
 }
 
 func TestAKeyReusedWithAnotherChoiceIsRefused(t *testing.T) {
-	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Unique: true, Choices: []string{"like", "love"}, Version: created, CreatedAt: created}
+	reactions := counter.Counter{ID: "reactions:p", NumShards: 4, Mode: counter.Choice, Choices: []string{"like", "love"}, Version: created, CreatedAt: created}
 	b := New(reactions, 0, []Op{{User: "u", Delta: 1, Choice: "like", Key: "k"}, {User: "u", Delta: 1, Choice: "love", Key: "k"},
 		{User: "u", Delta: 1, Choice: "like", Key: "k"}})
 	_, results := run(b, map[string]Membership{"u": {}})

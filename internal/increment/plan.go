@@ -86,14 +86,14 @@ func (p Plan) Empty() bool {
 //     records, and the counter, are written.
 func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
 	p := Plan{outcome: map[int]Result{}}
-	switch {
-	case b.Counter.Distinct:
+	switch b.Counter.Mode {
+	case counter.Distinct:
 		p.Adds = b.Users()
 		for _, i := range b.pending {
 			p.outcome[i] = Result{Delta: 1, Shard: b.Shard}
 		}
 		p.WriteShard = true
-	case b.Counter.Unique:
+	case counter.Unique, counter.JoinOnly, counter.Choice:
 		p.playMembers(b, members)
 	default:
 		for _, i := range b.pending {
@@ -127,13 +127,9 @@ type hold struct {
 	choice string
 }
 
-// wanted is the state op asks for on counter c.
-func wanted(c counter.Counter, op Op) hold {
-	if c.Choices != nil {
-		return hold{in: op.Choice != "", choice: op.Choice}
-	}
-	return hold{in: op.Delta > 0}
-}
+// wanted is the state op asks for: +1 joins (with its choice, on a
+// choice counter, where only a choice's op is +1), −1 leaves.
+func wanted(op Op) hold { return hold{in: op.Delta > 0, choice: op.Choice} }
 
 // playMembers plays a unique counter's pending ops in arrival order over
 // the members read, and sets each op's outcome and the plan's changes.
@@ -146,7 +142,7 @@ func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
 	for _, i := range b.pending {
 		op := b.ops[i]
 		r := Result{Delta: op.Delta, Shard: -1, Previous: state[op.User].choice}
-		if want := wanted(b.Counter, op); want != state[op.User] {
+		if want := wanted(op); want != state[op.User] {
 			state[op.User] = want
 			r.Changed = true
 			changed = append(changed, i)

@@ -42,7 +42,7 @@ func (a AutoSharding) decide(c, next counter.Counter) (int, string) {
 	n, most := c.NumShards, c.MaxShardsFor(a.UserMaxShards)
 	kind, ofKind := a.Kinds[c.Kind]
 	switch {
-	case !a.Enabled || n >= most || c.Reshard.Merging() || ofKind && !kind.Grows() || c.Distinct:
+	case !a.Enabled || n >= most || c.Reshard.Merging() || ofKind && !kind.Grows() || c.Mode.Reshards(c.ID) != nil:
 		return n, ""
 	case !c.Reshard.At.IsZero() && next.AsOf.Sub(c.Reshard.At) < a.Interval:
 		return n, ""

@@ -62,11 +62,10 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 	var out Outcome
 	unnamed := false
 	err := retry.Raced(fmt.Sprintf("counter %q", id), func(int) (bool, error) {
-		c, err := r.store.Read(ctx, id)
+		c, err := r.store.Live(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		unnamed = c.Unique && c.Kind != "" && !c.MemberKinds
 		merged, err := r.finishMerge(ctx, &c)
 		if err != nil {
 			return false, err
@@ -76,8 +75,9 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			return false, err
 		}
 		var correct counter.Sums // the audit's, of a unique counter
-		if c.Unique {
-			members, err := r.store.Members(ctx, c, readTime)
+		if c.Mode.Members() {
+			unnamed = c.Kind != "" && !c.MemberKinds
+			members, err := r.store.Audit(ctx, c, readTime)
 			if err != nil {
 				return false, err
 			}
@@ -120,7 +120,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 // audit of the counter a page, until all do (it reports whether they
 // do). What fails is logged and left to the next.
 func (r *Roller) nameMemberKinds(ctx context.Context, id string) bool {
-	c, err := r.store.Read(ctx, id) // the version the roll-up just wrote
+	c, err := r.store.Live(ctx, id) // the version the roll-up just wrote
 	done := false
 	if err == nil {
 		done, err = r.store.NameMemberKinds(ctx, c, memberKindsPage)

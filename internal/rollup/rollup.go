@@ -59,17 +59,19 @@ import (
 // errors are classified: errs UNAVAILABLE means a retry may help, NOT_FOUND
 // that the counter is gone.
 type Store interface {
-	// Read reads the counter document.
-	Read(ctx context.Context, id string) (counter.Counter, error)
-	// Sum sums counter c's shards (their count, and a choice counter's
-	// counts) and returns the snapshot's read time.
-	Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error)
+	// Live reads the counter document now; NOT_FOUND if the counter does
+	// not exist or is deleted.
+	Live(ctx context.Context, id string) (counter.Counter, error)
+	// Sums sums counter c's shards at a read time (zero: now) as its mode
+	// says (their count, a choice counter's counts, a distinct counter's
+	// estimate) and returns the snapshot's read time.
+	Sums(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, time.Time, error)
 	// Activity sums the shards' commits, and those that followed a slow
 	// one (automatic sharding reads it).
 	Activity(ctx context.Context, id string) (commits, slow int64, err error)
-	// Members counts unique counter c's members at a read time (and of a
-	// choice counter, those holding each choice).
-	Members(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, error)
+	// Audit counts the members of counter c (of a mode with members) at
+	// a read time, and of a choice counter those holding each choice.
+	Audit(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, error)
 	// NameMemberKinds gives a page of the member documents of unique
 	// counter c, of a kind, written before they named it, its kind, and
 	// reports whether all do now.
@@ -211,7 +213,7 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 		// Most deletions are a purge's, of a deleted counter's shards: a
 		// slot claimed for one would outlive the tombstone. A live
 		// counter's shard deleted (by hand) rolls up like any write.
-		if _, err := r.store.Read(ctx, id); err != nil {
+		if _, err := r.store.Live(ctx, id); err != nil {
 			return err // NOT_FOUND: settled
 		}
 	}
@@ -226,7 +228,7 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 	if r.clock.Now().After(due.Add(r.grace())) {
 		// Late: the slot's roll-up should exist. Trust the document, not
 		// a holder that may be gone.
-		c, err := r.store.Read(ctx, id)
+		c, err := r.store.Live(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func (r *Roller) ensure(ctx context.Context, id string, due time.Time) error {
 		if err := r.sleepUntil(ctx, wake.Add(SkewMargin)); err != nil {
 			return err
 		}
-		c, err := r.store.Read(ctx, id)
+		c, err := r.store.Live(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -340,7 +342,7 @@ func laterOf(a, b time.Time) time.Time {
 func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct counter.Sums) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
 	change := next.Count - c.Count
-	if c.Distinct {
+	if c.Mode == counter.Distinct {
 		change = 0 // a change of an estimate counts nobody in a window
 	}
 	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
@@ -377,7 +379,7 @@ func (r *Roller) next(ctx context.Context, c counter.Counter, sums counter.Sums,
 // sum reads counter c's total (and counts) at a read time, and with
 // automatic sharding its shards' activity (one more aggregation).
 func (r *Roller) sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
-	sums, readTime, err := r.store.Sum(ctx, c)
+	sums, readTime, err := r.store.Sums(ctx, c, time.Time{})
 	if err != nil || !r.auto.Enabled {
 		return sums, readTime, err
 	}

@@ -451,7 +451,7 @@ func (s *simStore) call(ctx context.Context, what string, mutates bool, apply fu
 	return simsched.ActorOf(ctx).Block(&simsched.Call{What: what, Mutates: mutates, Apply: func() (any, error) { return apply(s.w), nil }})
 }
 
-func (s *simStore) Read(ctx context.Context, id string) (counter.Counter, error) {
+func (s *simStore) Live(ctx context.Context, id string) (counter.Counter, error) {
 	r, err := s.call(ctx, "Read", false, func(w *world) any { return w.doc })
 	if err != nil {
 		return counter.Counter{}, err
@@ -459,7 +459,7 @@ func (s *simStore) Read(ctx context.Context, id string) (counter.Counter, error)
 	return r.(counter.Counter), nil
 }
 
-func (s *simStore) Sum(ctx context.Context, c counter.Counter) (counter.Sums, time.Time, error) {
+func (s *simStore) Sums(ctx context.Context, c counter.Counter, _ time.Time) (counter.Sums, time.Time, error) {
 	r, err := s.call(ctx, "Sum", false, func(w *world) any { return sumResult{w.total(), w.now()} })
 	if err != nil {
 		return counter.Sums{}, time.Time{}, err
@@ -481,7 +481,7 @@ func (s *simStore) Activity(ctx context.Context, id string) (int64, int64, error
 	return r.(int64), 0, nil
 }
 
-func (s *simStore) Members(context.Context, counter.Counter, time.Time) (counter.Sums, error) {
+func (s *simStore) Audit(context.Context, counter.Counter, time.Time) (counter.Sums, error) {
 	return counter.Sums{}, nil
 }
 

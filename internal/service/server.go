@@ -24,7 +24,9 @@ import (
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 	"github.com/shardcount/shardcount/internal/store/incrementstore"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
+	"github.com/shardcount/shardcount/internal/store/memberstore"
 	"github.com/shardcount/shardcount/internal/store/rollupstore"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/store/windowstore"
 	"github.com/shardcount/shardcount/internal/telemetry"
 	"github.com/shardcount/shardcount/internal/windows"
@@ -89,6 +91,8 @@ type Deps struct {
 	Authenticate httpapi.Authenticator
 	// IntN picks a shard among n for key (a counter); nil: math/rand.
 	IntN func(key string, n int) int
+	// Now is the instance's clock; nil: time.Now.
+	Now func() time.Time
 	// Logs receives the log lines; nil: standard output.
 	Logs io.Writer
 }
@@ -273,6 +277,21 @@ func (s *Server) get() (*app, error) {
 	return a, nil
 }
 
+// reconcileStores are what the roll-up and reconcile read and write
+// (reconcile.Store): the counter documents, their members, and the
+// roll-up's own documents.
+type reconcileStores struct {
+	*counterStore
+	*memberStore
+	*rollupStore
+}
+
+type (
+	counterStore = counterstore.Store
+	memberStore  = memberstore.Store
+	rollupStore  = rollupstore.Store
+)
+
 func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger) (*app, error) {
 	if cfg.Auth == config.AuthOff {
 		log.Warn("AUTH=off: every HTTP function accepts anonymous calls; use this for local demos only")
@@ -287,8 +306,9 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	counters := counterstore.New(db, counterstore.Options{ShardCountCache: cfg.ShardCountCache, ActivityShards: cfg.ActivityShards,
-		Kinds: cfg.Kinds, IntN: deps.IntN})
+	base := shared.New(db, shared.Options{Now: deps.Now, IntN: deps.IntN, ActivityShards: cfg.ActivityShards})
+	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds})
+	members := memberstore.New(base)
 	secret := cfg.PageTokenSecret
 	if secret == "" {
 		secret = localPageTokenKey // config refuses an empty key when deployed
@@ -298,15 +318,17 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 		db:  db,
 		core: core.New(cfg, core.Stores{
 			Counters: counters,
-			Increments: incrementstore.New(db, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
+			Members:  members,
+			Increments: incrementstore.New(base, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
 				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery(), Windows: cfg.Windows}),
 			Windows:           windowstore.New(db),
 			Instruments:       instrumentstore.New(db, cfg.InstrumentShards, []byte(secret)),
 			ReadsPerIncrement: incrementstore.MaxReadsPerOp,
 			ReadsPerReset:     incrementstore.ResetReads,
 			ReadsPerQuery:     instrumentstore.QueryReads,
-		}),
-		reconciler: reconcile.New(cfg, rollupstore.New(db, counters, cfg.Windows)),
+		}, core.Options{Now: deps.Now, Metrics: telemetry.Increments{}}),
+		reconciler: reconcile.New(cfg, reconcileStores{counters, members,
+			rollupstore.New(base, rollupstore.Options{Windows: cfg.Windows, Remember: counters.Remember})}),
 	}
 	if deps.Authenticate != nil {
 		a.authenticate = deps.Authenticate

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/store/memberstore"
+	"github.com/shardcount/shardcount/internal/store/shared"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/shardcount/internal/activity"
@@ -36,8 +39,9 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	}
 	db := testenv.DB(t, testenv.NewProjectID("index"))
 	used := map[int]bool{}
-	counters := counterstore.New(db, counterstore.Options{})
-	rollups, windowStore := rollupstore.New(db, counters, nil), windowstore.New(db)
+	base := shared.New(db, shared.Options{})
+	counters, members := counterstore.New(base, counterstore.Options{}), memberstore.New(base)
+	rollups, windowStore := rollupstore.New(base, rollupstore.Options{}), windowstore.New(db)
 	now := time.Now()
 	queries := map[string]firestore.Query{}
 	// The apps' own query, in their clients (docs/guides/likes.md): a
@@ -58,7 +62,7 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top by total":                          windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
 		"top of a kind":                         windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total":                  windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
-		"a choice's members (the audit)":        counters.ChoiceQuery("reactions:p", "love"),
+		"a choice's members (the audit)":        members.ChoiceQuery("reactions:p", "love"),
 		"a distinct counter's sketches":         windowStore.SketchesQuery("watchers:v", windows.Day, now.Add(-30*24*time.Hour), now),
 		"rising's candidates by rise":           windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 25, "", windowstore.ByRise),
 		"rising's candidates of a kind by rise": windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 25, "likes", windowstore.ByRise),
@@ -70,10 +74,10 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top by gross":            windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
 		"top of a kind, gross":    windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
 		"a rolling window":        windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
-		"a user's likes":          counters.LikedByQuery("u1", 20),
-		"a user's memberships":    counters.MembershipsQuery("u1", counter.Membership{}, 100),
-		"memberships, after":      counters.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
-		"a counter's members":     counters.MembersQuery("likes:p1", "u1", 20),
+		"a user's likes":          members.LikedByQuery("u1", 20),
+		"a user's memberships":    members.MembershipsQuery("u1", counter.Membership{}, 100),
+		"memberships, after":      members.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
+		"a counter's members":     members.MembersQuery("likes:p1", "u1", 20),
 		"markers, first":          rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
 		"markers, after":          rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
 	})

@@ -19,13 +19,16 @@ var changes, _ = otel.Meter("github.com/shardcount/shardcount/internal/core").In
 	metric.WithUnit("{increment}"),
 	metric.WithDescription("Increments and likes (like=true: of a unique counter) by outcome: applied, replayed, unchanged (a like of a member), or the error's code"))
 
+// Increments counts increments' outcomes for the core (core.Metrics).
+type Increments struct{}
+
 // CountIncrement counts one increment's outcome: its result, or err. The
 // count takes no exemplars, so it is given no request's context: the SDK's
 // default filter looks for a sampled span in the context on every
 // measurement, a walk up the request's deep context chain that cost more
 // per increment than the count itself (bench/README.md, "Telemetry's
 // cost"). The request's latency histogram keeps its exemplars.
-func CountIncrement(like bool, r increment.Result, err error) {
+func (Increments) CountIncrement(like bool, r increment.Result, err error) {
 	outcome := "applied"
 	switch {
 	case err != nil:

@@ -52,7 +52,7 @@ func (s *Store) Create(ctx context.Context, c counter.Counter) (counter.Counter,
 			w = fs.ReplaceWrite(name, fields(c), version)
 		}
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldAsOf), fs.ServerTime(dm.FieldCreatedAt)}
-		sent := s.Now() // the cache's life starts with the commit, not its answer
+		sent := s.base.Now() // the cache's life starts with the commit, not its answer
 		resp, err := s.db.Commit(ctx, w)
 		switch fs.Code(err) {
 		case codes.OK:
@@ -119,7 +119,7 @@ func (s *Store) adoptOrphans(ctx context.Context, id string) (counter.Counter, e
 	if err != nil || len(colls) == 0 {
 		return counter.Counter{}, err
 	}
-	now := s.Now().Truncate(time.Microsecond) // as Firestore keeps it
+	now := s.base.Now().Truncate(time.Microsecond) // as Firestore keeps it
 	tomb := counter.Counter{ID: id, NumShards: counter.MinShards, Deleted: counter.Deletion{At: now, PurgeAfter: now}}
 	resp, err := s.db.Commit(ctx, fs.CreateWrite(s.name(dm.Counter(id)), map[string]*pb.Value{
 		dm.FieldNumShards: fs.IntValue(int64(tomb.NumShards)), dm.FieldCount: fs.IntValue(0),

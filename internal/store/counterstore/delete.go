@@ -46,12 +46,12 @@ const deleteChunk = 499
 // again only purges more.
 func (s *Store) Delete(ctx context.Context, id string, lateWrites time.Duration) (counter.Counter, error) {
 	var tomb counter.Deletion
-	sent := s.Now() // no later than the commit: when what it wrote is known from
+	sent := s.base.Now() // no later than the commit: when what it wrote is known from
 	c, resp, err := s.Update(ctx, id, true, "delete counter", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.IsDeleted() {
 			return nil, nil
 		}
-		now := s.Now().Truncate(time.Microsecond) // as Firestore keeps it
+		now := s.base.Now().Truncate(time.Microsecond) // as Firestore keeps it
 		// Until the tombstone lands (as late as the call's deadline) other
 		// instances may read the counter live and cache it: late writes
 		// may come for lateWrites after that.
@@ -62,7 +62,7 @@ func (s *Store) Delete(ctx context.Context, id string, lateWrites time.Duration)
 			dm.FieldDeleted: fs.BoolValue(true)}
 		// Marked at purge_after: reconcile finishes the purge then.
 		return []*pb.Write{fs.UpdateWrite(s.name(dm.Counter(id)), tombstone, []string{dm.FieldCount, dm.FieldDeleted, dm.FieldDeletedAt, dm.FieldPurgeAfter}, c.Version),
-			s.ActivityWrite(id, tomb.PurgeAfter)}, nil
+			s.base.ActivityWrite(id, tomb.PurgeAfter)}, nil
 	})
 	if err != nil {
 		return counter.Counter{}, err
@@ -109,7 +109,7 @@ func (s *Store) Purge(ctx context.Context, id string) (bool, error) {
 // FAILED_PRECONDITION with Retry-After; errReplaced when the tombstone
 // changed meanwhile.
 func (s *Store) freeTombstone(ctx context.Context, tomb counter.Counter) (time.Time, error) {
-	if wait := tomb.Deleted.PurgeAfter.Sub(s.Now()); wait > 0 {
+	if wait := tomb.Deleted.PurgeAfter.Sub(s.base.Now()); wait > 0 {
 		return time.Time{}, &errs.Error{Code: errs.FailedPrecondition, Field: "counter_id", RetryAfter: wait + time.Second,
 			Message: fmt.Sprintf("counter_id %q belonged to a counter deleted at %s; it can be used again after %s, when no late write of the old counter can land",
 				tomb.ID, tomb.Deleted.At.UTC().Format(time.RFC3339), tomb.Deleted.PurgeAfter.UTC().Format(time.RFC3339))}
@@ -143,7 +143,7 @@ func (s *Store) purge(ctx context.Context, c counter.Counter, dropTombstone bool
 	// Whether late writes were over before the listing: one that lands
 	// after it, in a collection already emptied or not listed, must keep
 	// the tombstone for the next purge to find.
-	settled := !s.Now().Before(c.Deleted.PurgeAfter)
+	settled := !s.base.Now().Before(c.Deleted.PurgeAfter)
 	colls, err := s.subcollections(ctx, c.ID)
 	if err != nil {
 		return version, false, err

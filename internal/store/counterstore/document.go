@@ -7,12 +7,14 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // decode reads a counter document, refusing one the functions cannot have
-// written (DATA_LOSS): everything downstream trusts it.
-func decode(pd *pb.Document) (counter.Counter, error) {
+// written (DATA_LOSS): everything downstream trusts it. Its mode is decided
+// here, once: the document's, and its kind's join_only.
+func (s *Store) decode(pd *pb.Document) (counter.Counter, error) {
 	d := fs.DocOf(pd)
 	r := d.Map(dm.FieldReshard)
 	c := counter.Counter{
@@ -21,21 +23,23 @@ func decode(pd *pb.Document) (counter.Counter, error) {
 		WriteRate: d.Float(dm.FieldWriteRate), ActivityAsOf: d.Time(dm.FieldActivityAsOf),
 		Reshard: counter.Reshard{From: int(r.Int("from")), To: int(r.Int("to")), At: r.Time("at"),
 			MergeUntil: r.Time("merge_until"), MergedAt: r.Time("merged_at"), Reason: r.Str("reason")},
-		Owner: d.Str(dm.FieldOwner), Unique: d.Bool(dm.FieldUnique), CreatedAt: d.Time(dm.FieldCreatedAt),
+		Owner: d.Str(dm.FieldOwner), CreatedAt: d.Time(dm.FieldCreatedAt),
 		MemberKinds: d.Bool(dm.FieldMemberKinds),
 		Origin:      counter.Origin(d.Str(dm.FieldOrigin)), Kind: d.Str(dm.FieldKind), Ranked: d.Bool(dm.FieldRanked), ResetAt: d.Time(dm.FieldResetAt),
 		Deleted: counter.Deletion{At: d.Time(dm.FieldDeletedAt), PurgeAfter: d.Time(dm.FieldPurgeAfter), Purged: d.Int(dm.FieldPurged)},
 	}
-	c.Choices, c.Distinct = d.Strings(dm.FieldChoices), d.Bool(dm.FieldDistinct)
-	if counts := d.Map(dm.FieldCounts); c.Choices != nil {
-		c.Counts = map[string]int64{}
-		for _, choice := range c.Choices {
-			c.Counts[choice] = counts.Int(choice)
+	c.Choices = d.Strings(dm.FieldChoices)
+	c.Mode = counter.ModeOf(d.Bool(dm.FieldUnique), c.Choices, d.Bool(dm.FieldDistinct), s.opts.Kinds[c.Kind].JoinOnly)
+	counts := d.Map(dm.FieldCounts)
+	for _, choice := range c.Choices { // a choice counter's count of each
+		if c.Counts == nil {
+			c.Counts = map[string]int64{}
 		}
-		c.Sums.Counts = c.Counts
-		if err := counts.Err(); err != nil {
-			return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed counts", d.ID)
-		}
+		c.Counts[choice] = counts.Int(choice)
+	}
+	c.Sums.Counts = c.Counts
+	if err := counts.Err(); err != nil && c.Counts != nil {
+		return counter.Counter{}, errs.Wrap(errs.DataLoss, err, "counter %q has malformed counts", d.ID)
 	}
 	m := d.Map(dm.FieldMomentum)
 	c.Momentum = windows.Momentum{Hour: m.Time("hour"), Count: m.Int(dm.FieldCount), Rate: m.Float("rate"), Weight: m.Float("weight")}
@@ -80,64 +84,21 @@ func fields(c counter.Counter) map[string]*pb.Value {
 		dm.FieldCount:       fs.IntValue(0),
 		dm.FieldRollups:     fs.IntValue(0),
 		dm.FieldOwner:       fs.StringValue(c.Owner),
-		dm.FieldUnique:      fs.BoolValue(c.Unique),
+		dm.FieldUnique:      fs.BoolValue(c.Mode.Members()),
 		dm.FieldOrigin:      fs.StringValue(string(c.Origin)),
 		dm.FieldRanked:      fs.BoolValue(c.Ranked),
-		dm.FieldPeaks:       PeaksValue(nil),    // none yet: its buckets hold nothing from before peaks
-		dm.FieldMemberKinds: fs.BoolValue(true), // its member documents name their kind
+		dm.FieldPeaks:       shared.PeaksValue(nil), // none yet: its buckets hold nothing from before peaks
+		dm.FieldMemberKinds: fs.BoolValue(true),     // its member documents name their kind
 	}
 	if c.Kind != "" {
 		fields[dm.FieldKind] = fs.StringValue(c.Kind)
 	}
-	if c.Distinct {
+	switch c.Mode { // the fields ModeOf decides it from, beside unique
+	case counter.Distinct:
 		fields[dm.FieldDistinct] = fs.BoolValue(true)
-	}
-	if c.Choices != nil {
+	case counter.Choice:
 		fields[dm.FieldChoices] = fs.StringsValue(c.Choices)
-		fields[dm.FieldCounts] = CountsValue(nil)
+		fields[dm.FieldCounts] = shared.CountsValue(nil)
 	}
 	return fields
-}
-
-// CountsValue is the counts field of a choice counter's document.
-func CountsValue(counts map[string]int64) *pb.Value {
-	m := map[string]*pb.Value{}
-	for choice, n := range counts {
-		m[choice] = fs.IntValue(n)
-	}
-	return fs.MapValue(m)
-}
-
-// ReshardValue is the reshard field of a counter document.
-func ReshardValue(r counter.Reshard) *pb.Value {
-	fields := map[string]*pb.Value{
-		"from": fs.IntValue(int64(r.From)), "to": fs.IntValue(int64(r.To)),
-		"at": fs.TimeValue(r.At), "reason": fs.StringValue(r.Reason),
-	}
-	if !r.MergeUntil.IsZero() {
-		fields["merge_until"] = fs.TimeValue(r.MergeUntil)
-	}
-	if !r.MergedAt.IsZero() {
-		fields["merged_at"] = fs.TimeValue(r.MergedAt)
-	}
-	return fs.MapValue(fields)
-}
-
-// MomentumValue is the momentum field of a counter document.
-func MomentumValue(m windows.Momentum) *pb.Value {
-	return fs.MapValue(map[string]*pb.Value{"hour": fs.TimeValue(m.Hour), dm.FieldCount: fs.IntValue(m.Count),
-		"rate": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Rate}}, "weight": {ValueType: &pb.Value_DoubleValue{DoubleValue: m.Weight}}})
-}
-
-// PeaksValue is the peaks field of a counter document.
-func PeaksValue(peaks map[windows.Granularity]windows.Peak) *pb.Value {
-	m := map[string]*pb.Value{}
-	for g, p := range peaks {
-		fields := map[string]*pb.Value{dm.FieldStart: fs.TimeValue(p.Start)}
-		for s, v := range p.Values {
-			fields[dm.FieldPeak(s)] = fs.IntValue(v)
-		}
-		m[string(g)] = fs.MapValue(fields)
-	}
-	return fs.MapValue(m)
 }

@@ -16,6 +16,7 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/retry"
+	"github.com/shardcount/shardcount/internal/store/shared"
 )
 
 // Reshard sets counter id's shard count to n and returns the counter
@@ -27,10 +28,10 @@ import (
 // merge_until; after it, Reshard finishes that merge itself and goes on.
 func (s *Store) Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error) {
 	var next counter.Counter
-	sent := s.Now() // no later than the commit: when what it wrote is known from
+	sent := s.base.Now() // no later than the commit: when what it wrote is known from
 	c, resp, err := s.Update(ctx, id, false, "reshard", func(c counter.Counter, _ time.Time) ([]*pb.Write, error) {
 		if c.Reshard.Merging() {
-			if wait := c.Reshard.MergeUntil.Sub(s.Now()); wait > 0 {
+			if wait := c.Reshard.MergeUntil.Sub(s.base.Now()); wait > 0 {
 				return nil, &errs.Error{Code: errs.FailedPrecondition, Field: "num_shards", RetryAfter: wait + time.Second,
 					Message: fmt.Sprintf("num_shards cannot change while counter %q merges the shards of its shrink from %d to %d (until about %s)",
 						id, c.Reshard.From, c.Reshard.To, c.Reshard.MergeUntil.UTC().Format(time.RFC3339))}
@@ -40,13 +41,13 @@ func (s *Store) Reshard(ctx context.Context, id string, n int, mergeFor time.Dur
 			if _, err := s.MergeShards(ctx, id, c.Reshard.To, c.Reshard.From); err != nil {
 				return nil, err
 			}
-			c.Reshard.MergedAt = s.Now()
+			c.Reshard.MergedAt = s.base.Now()
 		}
 		if c.NumShards == n {
 			next = c
 			return nil, nil
 		}
-		now := s.Now()
+		now := s.base.Now()
 		next = c
 		next.NumShards = n
 		next.Reshard = counter.Reshard{From: c.NumShards, To: n, At: now, Reason: reason}
@@ -55,10 +56,10 @@ func (s *Store) Reshard(ctx context.Context, id string, n int, mergeFor time.Dur
 		} else {
 			next.Reshard.MergedAt = now // nothing to merge
 		}
-		fields := map[string]*pb.Value{dm.FieldNumShards: fs.IntValue(int64(n)), dm.FieldReshard: ReshardValue(next.Reshard)}
+		fields := map[string]*pb.Value{dm.FieldNumShards: fs.IntValue(int64(n)), dm.FieldReshard: shared.ReshardValue(next.Reshard)}
 		writes := []*pb.Write{fs.UpdateWrite(s.name(dm.Counter(id)), fields, []string{dm.FieldNumShards, dm.FieldReshard}, c.Version)}
 		if n < c.NumShards {
-			writes = append(writes, s.ActivityWrite(id, next.Reshard.MergeUntil)) // reconcile merges then, if nobody writes it
+			writes = append(writes, s.base.ActivityWrite(id, next.Reshard.MergeUntil)) // reconcile merges then, if nobody writes it
 		}
 		return writes, nil
 	})
@@ -110,12 +111,12 @@ func (s *Store) MergeShards(ctx context.Context, id string, to, from int) (int, 
 }
 
 // shardOf decodes a shard (zero when it does not exist).
-func shardOf(pd *pb.Document) (ShardChange, error) {
+func shardOf(pd *pb.Document) (shared.ShardChange, error) {
 	if pd == nil {
-		return ShardChange{}, nil
+		return shared.ShardChange{}, nil
 	}
 	d := fs.DocOf(pd)
-	c := ShardChange{Count: d.Int(dm.FieldCount), Commits: d.Int(dm.FieldCommits), Slow: d.Int(dm.FieldSlow)}
+	c := shared.ShardChange{Count: d.Int(dm.FieldCount), Commits: d.Int(dm.FieldCommits), Slow: d.Int(dm.FieldSlow)}
 	counts := d.Map(dm.FieldCounts)
 	for _, choice := range counts.Fields() {
 		if c.Counts == nil {
@@ -150,7 +151,7 @@ func (s *Store) mergeRange(ctx context.Context, id string, to, lo, hi int) (int,
 		return 0, err
 	}
 	var writes []*pb.Write
-	targets := map[int]ShardChange{}
+	targets := map[int]shared.ShardChange{}
 	values := map[int]int64{} // each target's count after the merge
 	for i, d := range docs[:hi-lo] {
 		if d == nil {
@@ -166,7 +167,7 @@ func (s *Store) mergeRange(ctx context.Context, id string, to, lo, hi int) (int,
 			if err != nil {
 				return 0, err
 			}
-			targets[t], values[t] = ShardChange{}, target.Count
+			targets[t], values[t] = shared.ShardChange{}, target.Count
 		}
 		v, ok := counter.Add(values[t], shard.Count)
 		if !ok {
@@ -190,7 +191,7 @@ func (s *Store) mergeRange(ctx context.Context, id string, to, lo, hi int) (int,
 		return 0, nil
 	}
 	for _, t := range slices.Sorted(maps.Keys(targets)) {
-		writes = append(writes, s.ShardWrite(id, t, targets[t]))
+		writes = append(writes, s.base.ShardWrite(id, t, targets[t]))
 	}
 	if _, err := s.db.Commit(ctx, writes...); err != nil {
 		return 0, err

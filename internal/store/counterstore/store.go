@@ -13,8 +13,6 @@ package counterstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"time"
 	"unsafe"
 
@@ -28,6 +26,7 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/sizedlru"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -36,24 +35,17 @@ type Options struct {
 	// ShardCountCache is how long a counter's document (its shard count,
 	// owner and kind) is used before it is read again (SHARD_COUNT_CACHE).
 	ShardCountCache time.Duration
-	// ActivityShards spreads activity markers over that many shard values
-	// (ACTIVITY_SHARDS).
-	ActivityShards int
 	// Kinds are the app's kinds: an absent counter of one reads as the
-	// counter its first increment creates.
+	// counter its first increment creates, and a join-only kind's counters
+	// are of mode JoinOnly.
 	Kinds counter.Kinds
-	// Now is the store's clock and IntN its random choice of a shard (of
-	// the counter or marker key); nil: time.Now and math/rand (the
-	// simulation's are virtual, and seeded per key, so concurrent choices
-	// do not depend on their order).
-	Now  func() time.Time
-	IntN func(key string, n int) int
 }
 
 // Store is the counter documents of one database, and what this instance
 // remembers of them.
 type Store struct {
 	db     *fs.DB
+	base   *shared.Base
 	opts   Options
 	cached *sizedlru.Cache[string, cachedCounter]
 }
@@ -78,23 +70,11 @@ func cachedSize(id string, e cachedCounter) int {
 		len(c.Reshard.Reason) + len(c.Peaks)*int(unsafe.Sizeof(windows.Peak{})+32)
 }
 
-// New returns the store on db.
-func New(db *fs.DB, opts Options) *Store {
+// New returns the store on base.
+func New(base *shared.Base, opts Options) *Store {
 	cached := sizedlru.New(maxCached, sizedlru.Share(cacheShare), cachedSize)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.IntN == nil {
-		opts.IntN = func(_ string, n int) int { return rand.IntN(n) }
-	}
-	return &Store{db: db, opts: opts, cached: cached}
+	return &Store{db: base.DB, base: base, opts: opts, cached: cached}
 }
-
-// Now is the store's clock.
-func (s *Store) Now() time.Time { return s.opts.Now() }
-
-// IntN picks one of n for key (a shard of a counter).
-func (s *Store) IntN(key string, n int) int { return s.opts.IntN(key, n) }
 
 func (s *Store) name(path string) string { return s.db.Name(path) }
 
@@ -110,7 +90,7 @@ func (s *Store) Stored(ctx context.Context, id string) (counter.Counter, error) 
 // storedAt is Stored, with the read's time: what a SUM at the same time
 // sees of the shards is consistent with the document.
 func (s *Store) storedAt(ctx context.Context, id string) (counter.Counter, time.Time, error) {
-	start := s.Now()
+	start := s.base.Now()
 	docs, at, err := s.db.GetAll(ctx, []string{s.name(dm.Counter(id))}, time.Time{})
 	if err != nil {
 		return counter.Counter{}, time.Time{}, fs.Classify(err, "read counter "+id)
@@ -119,7 +99,7 @@ func (s *Store) storedAt(ctx context.Context, id string) (counter.Counter, time.
 		s.cached.Remove(id)
 		return counter.Counter{}, at, notFound(id)
 	}
-	c, err := decode(docs[0])
+	c, err := s.decode(docs[0])
 	if err != nil {
 		return counter.Counter{}, at, err
 	}
@@ -153,11 +133,11 @@ func (s *Store) LiveOrNew(ctx context.Context, id string) (counter.Counter, erro
 // shrinking keeps merging), and a deleted id stays reserved, for that
 // long. Its Count is the roll-up as of the read, possibly stale.
 func (s *Store) LiveOrNewCached(ctx context.Context, id string) (counter.Counter, time.Time, error) {
-	if e, ok := s.cached.Get(id); ok && s.Now().Before(e.expires) {
+	if e, ok := s.cached.Get(id); ok && s.base.Now().Before(e.expires) {
 		c, _, err := s.liveOrNew(ctx, id, func(context.Context, string) (counter.Counter, error) { return e.c, nil })
 		return c, e.expires, err
 	}
-	start := s.Now()
+	start := s.base.Now()
 	c, _, err := s.liveOrNew(ctx, id, s.Stored)
 	return c, start.Add(s.opts.ShardCountCache), err
 }
@@ -187,18 +167,32 @@ func (s *Store) Strong(ctx context.Context, id string) (counter.Counter, int64, 
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
-	if c.Distinct {
-		total, at, err := s.Estimate(ctx, c, at)
-		return c, total, at, err
-	}
-	total, at, err := s.Sum(ctx, id, at)
-	if err == nil && c.Choices != nil {
-		c.Counts, err = s.SumCounts(ctx, c, at)
-	}
+	sums, at, err := s.Sums(ctx, c, at)
 	if err != nil {
 		return counter.Counter{}, 0, time.Time{}, err
 	}
-	return c, total, at, nil
+	c.Counts = sums.Counts
+	return c, sums.Count, at, nil
+}
+
+// Sums are counter c's value at read time at (zero: now), with the
+// snapshot's read time: a SUM over its shards, and of a choice counter
+// each choice's; of a distinct counter, the estimate of its shards'
+// sketches merged.
+func (s *Store) Sums(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, time.Time, error) {
+	var sums counter.Sums
+	var err error
+	switch c.Mode {
+	case counter.Distinct:
+		sums.Count, at, err = s.estimate(ctx, c, at)
+	case counter.Choice:
+		if sums.Count, at, err = s.Sum(ctx, c.ID, at); err == nil {
+			sums.Counts, err = s.sumCounts(ctx, c, at)
+		}
+	default:
+		sums.Count, at, err = s.Sum(ctx, c.ID, at)
+	}
+	return sums, at, err
 }
 
 // Remember caches c, valid from readStart (when the read that saw it, or
@@ -224,10 +218,10 @@ func (s *Store) Sum(ctx context.Context, id string, at time.Time) (int64, time.T
 	return v[0], at, nil
 }
 
-// SumCounts returns a choice counter's exact count of each choice at read
+// sumCounts returns a choice counter's exact count of each choice at read
 // time at: a SUM over its shards for each (one aggregation each, alone
 // for the reason Sum gives: a shard holds only the choices chosen on it).
-func (s *Store) SumCounts(ctx context.Context, c counter.Counter, at time.Time) (map[string]int64, error) {
+func (s *Store) sumCounts(ctx context.Context, c counter.Counter, at time.Time) (map[string]int64, error) {
 	counts := map[string]int64{}
 	for _, choice := range c.Choices {
 		v, _, err := s.db.Sum(ctx, dm.UnderCounter(c.ID, dm.Shards), at, dm.FieldCountOf(choice))
@@ -243,7 +237,7 @@ func (s *Store) SumCounts(ctx context.Context, c counter.Counter, at time.Time) 
 // read at read time at: the writes of its commit (the first one the
 // document's, with a precondition on its version), or an error to stop
 // with.
-type Change func(c counter.Counter, at time.Time) ([]*pb.Write, error)
+type Change = func(c counter.Counter, at time.Time) ([]*pb.Write, error)
 
 // Update is the one "read, commit against the version read, read again if
 // it changed" of a counter document (retry.Raced): it reads it
@@ -284,46 +278,9 @@ func (s *Store) Update(ctx context.Context, id string, withTombstone bool, what 
 	return c, resp, nil
 }
 
-// ShardChange is what one commit adds to a shard: its count, and the
-// commit counters automatic sharding reads.
-type ShardChange struct {
-	Count, Commits, Slow int64
-	// Counts are a choice counter's changes by choice.
-	Counts map[string]int64
-}
-
-// ShardFields are the first transformed fields of ShardWrite, in the
-// order of its transforms' results (a choice's, counts.*, sort after
-// count).
-var ShardFields = []string{dm.FieldCommits, dm.FieldCount}
-
-// ShardWrite is the one write of a shard: count, commits and slow always,
-// so a sum of several of them counts every shard written, and the counts
-// of the choices it moves.
-func (s *Store) ShardWrite(id string, k int, c ShardChange) *pb.Write {
-	deltas := map[string]int64{dm.FieldCount: c.Count, dm.FieldCommits: c.Commits, dm.FieldSlow: c.Slow}
-	for choice, n := range c.Counts {
-		deltas[dm.FieldCountOf(choice)] = n
-	}
-	return fs.IncrementWrite(s.name(dm.Shard(id, k)), deltas)
-}
-
-// SketchWrite is the write of a distinct counter's shard k: its sketch's
-// bytes, on the condition of the version the sketch was read at (zero:
-// that the shard does not exist), and c's commits and slow.
-func (s *Store) SketchWrite(id string, k int, sketch []byte, version time.Time, c ShardChange) *pb.Write {
-	name, fields := s.name(dm.Shard(id, k)), map[string]*pb.Value{dm.FieldSketch: fs.BytesValue(sketch)}
-	w := fs.CreateWrite(name, fields)
-	if !version.IsZero() {
-		w = fs.UpdateWrite(name, fields, []string{dm.FieldSketch}, version)
-	}
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.Increment(dm.FieldCommits, c.Commits), fs.Increment(dm.FieldSlow, c.Slow)}
-	return w
-}
-
-// Estimate is distinct counter c's estimate at read time at (zero: now):
+// estimate is distinct counter c's estimate at read time at (zero: now):
 // its shards' sketches merged (one read a shard), with the read time.
-func (s *Store) Estimate(ctx context.Context, c counter.Counter, at time.Time) (int64, time.Time, error) {
+func (s *Store) estimate(ctx context.Context, c counter.Counter, at time.Time) (int64, time.Time, error) {
 	names := make([]string, c.NumShards)
 	for k := range names {
 		names[k] = s.name(dm.Shard(c.ID, k))
@@ -337,7 +294,7 @@ func (s *Store) Estimate(ctx context.Context, c counter.Counter, at time.Time) (
 		if pd == nil {
 			continue
 		}
-		sk, err := SketchOf(pd)
+		sk, err := shared.SketchOf(pd)
 		if err == nil {
 			err = whole.Merge(sk)
 		}
@@ -347,38 +304,3 @@ func (s *Store) Estimate(ctx context.Context, c counter.Counter, at time.Time) (
 	}
 	return whole.Estimate(), at, nil
 }
-
-// SketchOf decodes the sketch of a distinct counter's shard, or of one
-// of its buckets (empty for a document that does not exist): DATA_LOSS
-// when it holds none this version reads.
-func SketchOf(pd *pb.Document) (*distinct.Sketch, error) {
-	if pd == nil {
-		return distinct.New(), nil
-	}
-	d := fs.DocOf(pd)
-	sk, err := distinct.Parse(d.Bytes(dm.FieldSketch))
-	if err == nil {
-		err = d.Err()
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.DataLoss, err, "%s holds no sketch of this version", pd.GetName())
-	}
-	return sk, nil
-}
-
-// ActivityWrite marks counter id in the activity index (internal/activity)
-// at at, or at its commit's time when at is zero, on a random shard value.
-func (s *Store) ActivityWrite(id string, at time.Time) *pb.Write {
-	fields := map[string]*pb.Value{dm.FieldActivityShard: fs.StringValue(strconv.Itoa(s.IntN(id, s.ActivityShards())))}
-	if !at.IsZero() {
-		fields[dm.FieldActivityAt] = fs.TimeValue(at)
-	}
-	w := fs.SetFieldsWrite(s.name(dm.Marker(id)), fields)
-	if at.IsZero() {
-		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldActivityAt)}
-	}
-	return w
-}
-
-// ActivityShards is how many shard values markers are spread over.
-func (s *Store) ActivityShards() int { return max(1, s.opts.ActivityShards) }

@@ -2,7 +2,6 @@ package incrementstore
 
 import (
 	"context"
-	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
@@ -10,6 +9,9 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/store/shared"
+
+	"time"
 )
 
 // The bound: a plain counter's value stays within ±counter.MaxCount. An
@@ -28,6 +30,50 @@ import (
 // within one cache lifetime unless they add more than CheckedZone (2⁵⁰)
 // in it.
 
+// plain commits the ops of a plain counter: their deltas add up on a
+// shard at random, within the bound.
+type plain struct {
+	s *Store
+	// guard is the version of the bound's guard the commit is conditional
+	// on (nil: none, far from the bound).
+	guard *time.Time
+}
+
+func (p *plain) known(_ counter.Counter, ops []increment.Op) (map[int]int, []int) {
+	return noneKnown(ops)
+}
+func (p *plain) shard(c counter.Counter, _ []increment.Op) int { return p.s.anyShard(c) }
+func (p *plain) read(ctx context.Context, b *increment.Batch) (map[string]increment.Membership, error) {
+	var err error
+	p.guard, err = p.s.checkBound(ctx, b)
+	return nil, err
+}
+func (p *plain) unchanged(plan increment.Plan) bool { return plan.Empty() }
+func (p *plain) shardWrites(b *increment.Batch, change shared.ShardChange) (*pb.Write, []*pb.Write) {
+	return p.s.base.ShardWrite(b.Counter.ID, b.Shard, change), nil
+}
+func (p *plain) lastWrites(b *increment.Batch) []*pb.Write {
+	if p.guard == nil {
+		return nil
+	}
+	return []*pb.Write{p.s.guardWrite(b.Counter.ID, *p.guard)}
+}
+
+// landed adds what the commit wrote to the counter's known value.
+func (p *plain) landed(b *increment.Batch, plan increment.Plan, resp *pb.CommitResponse) error {
+	v, ok, err := saturated(b, plan, resp)
+	if ok {
+		p.s.noteKnown(b.Counter.ID, plan.Net, v)
+	}
+	if err != nil {
+		return err
+	}
+	b.Committed(plan)
+	return nil
+}
+func (p *plain) raced(*increment.Batch)                             {}
+func (p *plain) recordFields(increment.Record) map[string]*pb.Value { return nil }
+
 // knownValue is what this instance knows of a plain counter's value.
 type knownValue struct {
 	value   int64
@@ -43,8 +89,8 @@ func (s *Store) checkBound(ctx context.Context, b *increment.Batch) (*time.Time,
 	id := b.Counter.ID
 	kv, ok := s.known.Get(id)
 	var guard *time.Time
-	if !ok || kv.near || !s.counters.Now().Before(kv.expires) {
-		start := s.counters.Now()
+	if !ok || kv.near || !s.base.Now().Before(kv.expires) {
+		start := s.base.Now()
 		var sum int64
 		var err error
 		if ok && kv.near && !b.Creates() {

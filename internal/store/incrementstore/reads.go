@@ -2,47 +2,21 @@ package incrementstore
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
-	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
-)
 
-// readMembers reads the member documents of the users of the pending ops.
-func (s *Store) readMembers(ctx context.Context, b *increment.Batch) (map[string]increment.Membership, error) {
-	users := b.Users()
-	names := make([]string, len(users))
-	for i, u := range users {
-		if err := counter.ValidateMemberID(u); err != nil {
-			return nil, err // the handlers refuse such ops; this is a bug
-		}
-		names[i] = s.db.Name(dm.Member(b.Counter.ID, u))
-	}
-	docs, _, err := s.db.GetAll(ctx, names, time.Time{})
-	if err != nil {
-		return nil, fs.Classify(err, "read the members of "+b.Counter.ID)
-	}
-	out := map[string]increment.Membership{}
-	for i, pd := range docs {
-		m := increment.Membership{Member: pd != nil, Version: pd.GetUpdateTime().AsTime()}
-		if pd != nil {
-			d := fs.DocOf(pd)
-			if m.Choice = d.Str(dm.FieldChoice); d.Err() != nil {
-				return nil, fmt.Errorf("incrementstore: decode %s: %w", pd.GetName(), d.Err())
-			}
-		}
-		out[users[i]] = m
-	}
-	return out, nil
-}
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shardcount/shardcount/internal/errs"
+)
 
 // readRecords reads the records of the pending keys after a commit lost
 // a race.
@@ -77,17 +51,14 @@ func (s *Store) readRecords(ctx context.Context, b *increment.Batch) (map[int]*i
 	return out, nil
 }
 
-// recordWrite creates a key's record, or replaces an expired one.
-func (s *Store) recordWrite(c counter.Counter, k increment.KeyWrite) *pb.Write {
-	fields := map[string]*pb.Value{
-		dm.FieldDelta: fs.IntValue(k.Record.Delta), dm.FieldShard: fs.IntValue(int64(k.Record.Shard)), dm.FieldExpireAt: fs.TimeValue(k.Record.ExpireAt),
+// recordWrite creates a key's record, or replaces an expired one: its
+// delta, shard and expiry, and the fields its counter's mode keeps.
+func (s *Store) recordWrite(c counter.Counter, k increment.KeyWrite, fields map[string]*pb.Value) *pb.Write {
+	if fields == nil {
+		fields = map[string]*pb.Value{}
 	}
-	if c.Unique {
-		fields[dm.FieldMember], fields[dm.FieldChanged] = fs.BoolValue(k.Record.Member), fs.BoolValue(k.Record.Changed)
-	}
-	if c.Choices != nil {
-		fields[dm.FieldChoice], fields[dm.FieldPrevious] = fs.StringValue(k.Record.Choice), fs.StringValue(k.Record.Previous)
-	}
+	fields[dm.FieldDelta], fields[dm.FieldShard], fields[dm.FieldExpireAt] =
+		fs.IntValue(k.Record.Delta), fs.IntValue(int64(k.Record.Shard)), fs.TimeValue(k.Record.ExpireAt)
 	name := s.db.Name(dm.Key(c.ID, k.User, k.Key))
 	if !k.Replace.IsZero() {
 		return fs.ReplaceWrite(name, fields, k.Replace)
@@ -114,7 +85,7 @@ func (s *Store) reread(ctx context.Context, b *increment.Batch) error {
 		return errs.New(errs.NotFound, "counter %q does not exist", id)
 	}
 	if c.NumShards != b.Counter.NumShards {
-		b.Shard = s.counters.IntN(id, c.NumShards) // created with other settings (by an admin)
+		b.Shard = s.anyShard(c) // created with other settings (by an admin)
 	}
 	b.Counter = c
 	return nil
@@ -125,17 +96,13 @@ func (s *Store) reread(ctx context.Context, b *increment.Batch) error {
 // counter is known by its id and creation, so one created again over a
 // purged tombstone (whose marker went with it) is marked at once.
 func (s *Store) markDue(c counter.Counter) bool {
-	last, ok := s.marked.Get(markKey(c))
-	return !ok || !s.counters.Now().Before(last.Add(s.opts.ActivityEvery))
+	last, ok := s.marked.Get(c.Incarnation())
+	return !ok || !s.base.Now().Before(last.Add(s.opts.ActivityEvery))
 }
 
 // noteMarked remembers that a commit marked counter c, from start (when
 // the commit began: the marker's time is no earlier).
-func (s *Store) noteMarked(c counter.Counter, start time.Time) { s.marked.Add(markKey(c), start) }
-
-func markKey(c counter.Counter) string {
-	return c.ID + "@" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10)
-}
+func (s *Store) noteMarked(c counter.Counter, start time.Time) { s.marked.Add(c.Incarnation(), start) }
 
 // withTraceparent sets the shard write w's traceparent to sc, if valid
 // (dm.FieldTraceparent), beside what w writes (a sketch); a write without

@@ -2,16 +2,18 @@ package incrementstore
 
 import (
 	"context"
-	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
-	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/store/shared"
+
+	"time"
+
+	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/retry"
-	"github.com/shardcount/shardcount/internal/store/counterstore"
 )
 
 // ResetReads bounds what one Reset reads: the document and a SUM per
@@ -32,11 +34,8 @@ func (s *Store) Reset(ctx context.Context, id string, v int64) (time.Time, error
 	}
 	var asOf time.Time
 	_, resp, err := s.counters.Update(ctx, id, false, "reset counter", func(c counter.Counter, at time.Time) ([]*pb.Write, error) {
-		if c.Distinct {
-			return nil, errs.Invalid("counter_id", "%q is a distinct counter: its value is an estimate of its members, which a reset cannot change", id)
-		}
-		if c.Unique {
-			return nil, errs.Invalid("counter_id", "%q is a unique counter: its value is its number of members, which a reset cannot change", id)
+		if err := c.Mode.Resets(id); err != nil {
+			return nil, err
 		}
 		sum, at, err := s.counters.Sum(ctx, id, at)
 		if err != nil {
@@ -52,7 +51,7 @@ func (s *Store) Reset(ctx context.Context, id string, v int64) (time.Time, error
 		}
 		stamp := fs.UpdateWrite(s.db.Name(dm.Counter(id)), nil, []string{}, c.Version)
 		stamp.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldResetAt)}
-		return []*pb.Write{stamp, s.counters.ShardWrite(id, s.counters.IntN(id, c.NumShards), counterstore.ShardChange{Count: delta, Commits: 1}), s.counters.ActivityWrite(id, time.Time{})}, nil
+		return []*pb.Write{stamp, s.base.ShardWrite(id, s.anyShard(c), shared.ShardChange{Count: delta, Commits: 1}), s.base.ActivityWrite(id, time.Time{})}, nil
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -60,7 +59,7 @@ func (s *Store) Reset(ctx context.Context, id string, v int64) (time.Time, error
 	if resp != nil {
 		// What this instance knew of the value is off by the reset.
 		s.known.Remove(id)
-		if v, ok := fs.TransformResult(resp.GetWriteResults()[1], dm.FieldCount, counterstore.ShardFields); ok && counter.Saturated(v) {
+		if v, ok := fs.TransformResult(resp.GetWriteResults()[1], dm.FieldCount, shared.ShardFields); ok && counter.Saturated(v) {
 			return time.Time{}, errs.New(errs.DataLoss, "a shard of counter %q reached int64's limit, so part of the reset may be lost: reset it again", id)
 		}
 	}

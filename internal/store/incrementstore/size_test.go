@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/store/shared"
+
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
@@ -28,10 +30,10 @@ func TestAFullBatchIsASmallCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	counters := counterstore.New(db, counterstore.Options{})
-	s := New(db, counters, Options{})
+	base := shared.New(db, shared.Options{})
+	s := New(base, counterstore.New(base, counterstore.Options{}), Options{})
 	id := "likes:" + strings.Repeat("p", counter.MaxIDLength-len("likes:"))
-	c := counter.Counter{ID: id, NumShards: counter.MaxShards, Unique: true, Kind: "likes", Origin: counter.ByKind, Ranked: true}
+	c := counter.Counter{ID: id, NumShards: counter.MaxShards, Mode: counter.Unique, Kind: "likes", Origin: counter.ByKind, Ranked: true}
 	var ops []increment.Op
 	members := map[string]increment.Membership{}
 	for i := range 499 {
@@ -43,7 +45,7 @@ func TestAFullBatchIsASmallCommit(t *testing.T) {
 	b.Next()
 	plan := b.Plan(members, time.Now())
 	guard := time.Now()
-	writes, _ := s.writes(b, plan, &guard, nil, trace.SpanContext{})
+	writes, _, _ := s.writes(b, plan, &plain{s: s, guard: &guard}, trace.SpanContext{})
 	size := proto.Size(&pb.CommitRequest{Database: "projects/demo-size/databases/(default)", Writes: writes})
 	if len(writes) < 2*499 || size >= 512<<10 {
 		t.Errorf("a full batch commits %d writes in %d bytes, want about 1,000 under 0.5 MiB", len(writes), size)

@@ -2,17 +2,18 @@ package incrementstore
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
-	"github.com/shardcount/shardcount/internal/distinct"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/increment"
-	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/shared"
+
+	"time"
+
+	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -40,23 +41,71 @@ type bucketRead struct {
 	start time.Time
 }
 
-// homeShard is the shard a distinct counter's batch of one member's views
-// goes to first, by the member's hash, so that a viewer who comes back
-// alone finds themselves in the sketches read and writes nothing; false
-// for a batch of several members, which goes to any shard at random, so
-// that no member's shard takes more than its share, and for any other
-// counter. Any shard takes any member: a lost race tries another.
-func homeShard(c counter.Counter, ops []increment.Op) (int, bool) {
-	if !c.Distinct {
-		return 0, false
-	}
-	for _, op := range ops[1:] {
-		if op.User != ops[0].User {
+// sketches commits the ops of a distinct counter: their members added to
+// the sketches of a shard (its own, and that shard's of the hour and the
+// day), each written back when they change it, on the condition of the
+// version read.
+type sketches struct {
+	s  *Store
+	sk *sketched // as the last read found them
+}
+
+// known are the ops by viewers this instance remembers in a shard's
+// sketches, all-time and of the current hour and day: a sketch never
+// forgets a member of its counter's incarnation, so their views change
+// nothing anywhere (increment.KnownViewers).
+func (m *sketches) known(c counter.Counter, ops []increment.Op) (map[int]int, []int) {
+	return increment.KnownViewers(c, ops, m.s.sketchStarts(m.s.base.Now()), func(key string) (int, bool) {
+		if key == "" {
 			return 0, false
 		}
-	}
-	return int(distinct.Hash(ops[0].User) % uint64(c.NumShards)), true
+		return m.s.viewers.Get(key)
+	})
 }
+
+// shard is the viewer's own for one viewer's batch, else any
+// (increment.HomeShard).
+func (m *sketches) shard(c counter.Counter, ops []increment.Op) int {
+	if k, ok := increment.HomeShard(c, ops); ok {
+		return k
+	}
+	return m.s.anyShard(c)
+}
+
+func (m *sketches) read(ctx context.Context, b *increment.Batch) (map[string]increment.Membership, error) {
+	var err error
+	m.sk, err = m.s.readSketch(ctx, b)
+	return nil, err
+}
+
+// unchanged: no sketch changes with the plan's members, and no key's
+// record nor the counter's creation is written.
+func (m *sketches) unchanged(plan increment.Plan) bool {
+	return plan.Empty() || !m.sk.add(plan.Adds) && !plan.Creates && len(plan.Records) == 0
+}
+
+func (m *sketches) shardWrites(b *increment.Batch, change shared.ShardChange) (*pb.Write, []*pb.Write) {
+	var shard *pb.Write
+	if m.sk.shard.write != nil {
+		shard = m.s.base.SketchWrite(b.Counter.ID, b.Shard, m.sk.shard.write, m.sk.shard.version, change)
+	}
+	return shard, m.s.bucketSketchWrites(b, m.sk)
+}
+
+func (m *sketches) lastWrites(*increment.Batch) []*pb.Write { return nil }
+
+// landed remembers the viewers the shard's sketches hold now.
+func (m *sketches) landed(b *increment.Batch, plan increment.Plan, _ *pb.CommitResponse) error {
+	m.s.noteViewers(b, m.sk, plan.Adds)
+	b.Committed(plan)
+	return nil
+}
+
+// raced: any shard takes any member, so the next try goes to another,
+// likely not the one just written.
+func (m *sketches) raced(b *increment.Batch) { b.Shard = m.s.anyShard(b.Counter) }
+
+func (m *sketches) recordFields(increment.Record) map[string]*pb.Value { return nil }
 
 // sketchedGranularities are the buckets a distinct counter keeps sketches
 // of: a minute's would be a document a shard a minute.
@@ -69,7 +118,7 @@ var sketchedGranularities = []windows.Granularity{windows.Hour, windows.Day}
 // clock when it reads, which a commit at a bucket's edge may miss by its
 // skew: sketches are approximate anyway.
 func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, error) {
-	id, k, now := b.Counter.ID, b.Shard, s.counters.Now()
+	id, k, now := b.Counter.ID, b.Shard, s.base.Now()
 	names := []string{s.db.Name(dm.Shard(id, k))}
 	out := &sketched{}
 	if s.opts.Windows != nil {
@@ -96,7 +145,7 @@ func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, 
 // sketchOf decodes a document's sketch (empty when there is none), with
 // its version.
 func sketchOf(pd *pb.Document) (read, error) {
-	sk, err := counterstore.SketchOf(pd)
+	sk, err := shared.SketchOf(pd)
 	if err != nil || pd == nil {
 		return read{sketch: sk}, err
 	}
@@ -142,70 +191,28 @@ func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched) []*pb.Write
 	return writes
 }
 
-// seenViewers splits a distinct counter's ops into those by viewers this
-// instance knows its shards' sketches hold, all-time and in the current
-// hour and day (by op, the shard that holds them), and the rest (their
-// indexes). A sketch never forgets a member of its counter's incarnation,
-// so a known viewer's view changes nothing anywhere: it is answered with
-// no Firestore operation at all. An op with a key, or authorized on
-// another incarnation, is never known.
-func (s *Store) seenViewers(c counter.Counter, ops []increment.Op) (map[int]int, []int) {
-	var seen map[int]int
-	var rest []int
-	if !c.Distinct {
-		return nil, nil
-	}
-	now := s.counters.Now()
+// sketchStarts are the starts of the buckets a distinct counter keeps
+// sketches of at now (none with windows off).
+func (s *Store) sketchStarts(now time.Time) []time.Time {
 	var starts []time.Time
 	if s.opts.Windows != nil {
 		for _, g := range sketchedGranularities {
 			starts = append(starts, g.Start(now))
 		}
 	}
-	for i, op := range ops {
-		if op.Key != "" || op.Delta != 1 || !increment.SameIncarnation(op.Counter, c) {
-			rest = append(rest, i)
-			continue
-		}
-		if k, ok := s.viewers.Get(viewerKey(c, starts, op.User)); ok {
-			if seen == nil {
-				seen = map[int]int{}
-			}
-			seen[i] = k
-			continue
-		}
-		rest = append(rest, i)
-	}
-	return seen, rest
+	return starts
 }
 
 // noteViewers remembers that the sketches of the batch's shard, as read,
 // hold members (a commit added them, or they were there).
 func (s *Store) noteViewers(b *increment.Batch, sk *sketched, members []string) {
-	if sk == nil {
-		return
-	}
 	var starts []time.Time
 	for _, bk := range sk.buckets {
 		starts = append(starts, bk.start)
 	}
 	for _, m := range members {
-		if key := viewerKey(b.Counter, starts, m); key != "" {
+		if key := increment.ViewerKey(b.Counter, starts, m); key != "" {
 			s.viewers.Add(key, b.Shard)
 		}
 	}
-}
-
-// viewerKey names member of counter c's incarnation in the sketches of
-// the buckets starting at starts ("" for a counter whose creation is not
-// known yet: its key would outlive it).
-func viewerKey(c counter.Counter, starts []time.Time, member string) string {
-	if c.CreatedAt.IsZero() || c.Version.IsZero() {
-		return ""
-	}
-	key := markKey(c) + "|" + strconv.FormatUint(distinct.Hash(member), 36)
-	for _, t := range starts {
-		key += "|" + strconv.FormatInt(t.Unix(), 36)
-	}
-	return key
 }

@@ -9,19 +9,24 @@ package incrementstore
 
 import (
 	"context"
+	"math/bits"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/store/shared"
+
 	"fmt"
 	"time"
 	"unsafe"
 
-	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 
-	"github.com/shardcount/shardcount/internal/counter"
-	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
-	fs "github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/sizedlru"
@@ -44,11 +49,30 @@ type Options struct {
 	Windows windows.Retention
 }
 
+// Counters are the counter documents increments read and create
+// (internal/store/counterstore).
+type Counters interface {
+	// LiveOrNewCached reads a counter through this instance's cache, and
+	// says until when it may be used as read.
+	LiveOrNewCached(ctx context.Context, id string) (counter.Counter, time.Time, error)
+	// Stored reads a counter's document now, a tombstone included.
+	Stored(ctx context.Context, id string) (counter.Counter, error)
+	// Sum sums a counter's shards at a read time (zero: now).
+	Sum(ctx context.Context, id string, at time.Time) (int64, time.Time, error)
+	// Update is the read-commit-retry of a counter document.
+	Update(ctx context.Context, id string, withTombstone bool, what string, change counterstore.Change) (counter.Counter, *pb.CommitResponse, error)
+	// FirstUseWrite creates counter c in a first use's commit, and
+	// FirstUsed returns it as that commit created it.
+	FirstUseWrite(c counter.Counter) *pb.Write
+	FirstUsed(c counter.Counter, resp *pb.CommitResponse, write int, sent time.Time) counter.Counter
+}
+
 // Store applies increments and likes to counters, and what one instance
 // remembers to do so cheaply.
 type Store struct {
 	db       *fs.DB
-	counters *counterstore.Store
+	base     *shared.Base
+	counters Counters
 	opts     Options
 
 	known     *sizedlru.Cache[string, knownValue] // see bound.go
@@ -72,24 +96,25 @@ func remembered[V any]() *sizedlru.Cache[string, V] {
 	})
 }
 
-// New returns the store on db, whose counters are read with counters.
-func New(db *fs.DB, counters *counterstore.Store, opts Options) *Store {
-	known, contended, marked := remembered[knownValue](), remembered[bool](), remembered[time.Time]()
-	return &Store{db: db, counters: counters, opts: opts, known: known, contended: contended, marked: marked, viewers: remembered[int]()}
+// New returns the store on base, whose counters are read with counters.
+func New(base *shared.Base, counters Counters, opts Options) *Store {
+	return &Store{db: base.DB, base: base, counters: counters, opts: opts,
+		known: remembered[knownValue](), contended: remembered[bool](), marked: remembered[time.Time](), viewers: remembered[int]()}
 }
 
 // MaxReadsPerOp bounds the reads one op's share of an Apply comes to: per
 // commit, the members or keys of its ops (one each) and a SUM (near a
 // plain counter's bound, the guard too, and one more SUM once: a plain
 // counter's group is never split, so its commits stay far below), for at
-// most retry.MaxAttempts commits of its group and two more at each
-// halving of a batch of at most 500.
-const MaxReadsPerOp = 3 * (retry.MaxAttempts + 2*9)
+// most retry.MaxAttempts commits of its group and two more at each of the
+// halvings of a batch of at most increment.MaxBatch.
+var MaxReadsPerOp = 3 * (retry.MaxAttempts + 2*bits.Len(increment.MaxBatch))
 
 // Apply commits ops to counter id, in one commit when it can, and returns
-// one result per op, as internal/increment's rules say. The counter is
-// the one the ops were authorized on, read again only when that read is
-// older than SHARD_COUNT_CACHE.
+// one result per op, as internal/increment's rules say, each with its
+// share of what the commits read (Result.Reads), which its request books.
+// The counter is the one the ops were authorized on, read again only when
+// that read is older than SHARD_COUNT_CACHE.
 //
 // A lost race with another instance (a key or a member written since it
 // was read) re-reads and commits again; on a unique counter, a second
@@ -98,61 +123,46 @@ const MaxReadsPerOp = 3 * (retry.MaxAttempts + 2*9)
 // was applied after all (its answer was lost), which a retry with the same
 // key settles.
 func (s *Store) Apply(ctx context.Context, id string, ops []increment.Op) []increment.Result {
+	results := make([]increment.Result, len(ops))
 	ctx, reads := ledger.New(ctx, true)
-	payers := ops
-	defer func() {
-		// The commits read for every op in them: each op's request books
-		// its share.
-		if len(payers) == 0 {
-			return
-		}
-		share := (int(reads.Reads()) + len(payers) - 1) / len(payers)
-		for _, op := range payers {
-			op.Ledger.Book(share)
-		}
-	}()
 	c, err := s.counterOf(ctx, id, ops)
 	if err != nil {
-		results := make([]increment.Result, len(ops))
 		for i := range results {
-			results[i].Err = err
+			results[i] = increment.Result{Err: err, Reads: int(reads.Reads())}
 		}
 		return results
 	}
-	seen, rest := s.seenViewers(c, ops)
-	if len(seen) == 0 {
-		return s.apply(ctx, c, ops)
+	m := s.modeOf(c)
+	known, rest := m.known(c, ops)
+	for i, k := range known {
+		results[i] = increment.Result{Delta: 1, Shard: k} // a known viewer's view reads nothing
 	}
-	results := make([]increment.Result, len(ops))
-	for i, k := range seen {
-		results[i] = increment.Result{Delta: 1, Shard: k}
+	others := make([]increment.Op, len(rest))
+	for j, i := range rest {
+		others[j] = ops[i]
 	}
-	payers = nil // a known viewer's view reads nothing
-	if len(rest) > 0 {
-		others := make([]increment.Op, len(rest))
-		for j, i := range rest {
-			others[j] = ops[i]
-		}
-		payers = others
-		for j, r := range s.apply(ctx, c, others) {
-			results[rest[j]] = r
-		}
+	if len(others) == 0 {
+		return results
+	}
+	for j, r := range s.apply(ctx, c, m, others) {
+		results[rest[j]] = r
+	}
+	// The commits read for every op in them: each op's request books its
+	// share.
+	share := (int(reads.Reads()) + len(others) - 1) / len(others)
+	for _, i := range rest {
+		results[i].Reads = share
 	}
 	return results
 }
 
-// apply commits ops to counter c, as Apply says.
-func (s *Store) apply(ctx context.Context, c counter.Counter, ops []increment.Op) []increment.Result {
-	id := c.ID
-	shard := s.counters.IntN(id, c.NumShards)
-	if k, ok := homeShard(c, ops); ok {
-		shard = k
-	}
-	b := increment.New(c, shard, ops)
-	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", id)
+// apply commits ops to counter c of mode m, as Apply says.
+func (s *Store) apply(ctx context.Context, c counter.Counter, m commitMode, ops []increment.Op) []increment.Result {
+	b := increment.New(c, m.shard(c, ops), ops)
+	what := fmt.Sprintf("counter %q: an Idempotency-Key, a member, or the value near the bound,", c.ID)
 	for b.Next() {
 		err := retry.Raced(what, func(try int) (bool, error) {
-			raced, err := s.commit(ctx, b)
+			raced, err := s.commit(ctx, b, m)
 			if raced && try >= 2 && b.SplitByUser() {
 				return false, nil
 			}
@@ -175,7 +185,7 @@ func (s *Store) counterOf(ctx context.Context, id string, ops []increment.Op) (c
 			latest = op
 		}
 	}
-	if latest != nil && s.counters.Now().Before(latest.Fresh) {
+	if latest != nil && s.base.Now().Before(latest.Fresh) {
 		return latest.Counter, nil
 	}
 	c, _, err := s.counters.LiveOrNewCached(ctx, id)
@@ -185,41 +195,28 @@ func (s *Store) counterOf(ctx context.Context, id string, ops []increment.Op) (c
 // commit makes one attempt at committing the pending ops, and reports
 // whether it lost a race with ops still pending; every other outcome
 // settles them, or is an error for them.
-func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
+func (s *Store) commit(ctx context.Context, b *increment.Batch, m commitMode) (bool, error) {
 	id := b.Counter.ID
-	var members map[string]increment.Membership
-	var guard *time.Time
-	var sketch *sketched
-	var err error
-	switch {
-	case b.Counter.Distinct:
-		sketch, err = s.readSketch(ctx, b)
-	case b.Counter.Unique:
-		members, err = s.readMembers(ctx, b)
-	default:
-		guard, err = s.checkBound(ctx, b)
-	}
+	members, err := m.read(ctx, b)
 	if err != nil || len(b.Pending()) == 0 {
 		return false, err
 	}
 	if b.Outdated(members) {
-		return s.raced(ctx, b)
+		return s.raced(ctx, b, m)
 	}
-	plan := b.Plan(members, s.counters.Now())
-	if plan.Empty() || sketch != nil && !sketch.add(plan.Adds) && !plan.Creates && len(plan.Records) == 0 {
+	plan := b.Plan(members, s.base.Now())
+	if m.unchanged(plan) {
 		// Nothing changes: every op is a no-op without a key, or a viewer
 		// every sketch holds already.
-		b.Committed(plan)
-		s.noteViewers(b, sketch, plan.Adds)
-		return false, nil
+		return false, m.landed(b, plan, nil)
 	}
-	writes, marks := s.writes(b, plan, guard, sketch, trace.SpanContextFromContext(ctx))
-	start := s.counters.Now()
+	writes, shard, marks := s.writes(b, plan, m, trace.SpanContextFromContext(ctx))
+	start := s.base.Now()
 	resp, err := s.db.Commit(ctx, writes...)
-	if plan.WriteShard && (sketch == nil || sketch.shard.write != nil) {
+	if shard {
 		// A commit that writes the shard (a switch of choices too) tells
 		// of its contention.
-		s.noteContention(id, s.counters.Now().Sub(start), err)
+		s.noteContention(id, s.base.Now().Sub(start), err)
 	}
 	switch fs.Code(err) {
 	case codes.OK:
@@ -230,12 +227,11 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 		if marks {
 			s.noteMarked(b.Counter, start)
 		}
-		s.noteViewers(b, sketch, plan.Adds)
-		return false, s.settle(b, plan, resp)
+		return false, m.landed(b, plan, resp)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 		// A key's record, a member or a sketch changed since it was read,
 		// or the counter was created.
-		return s.raced(ctx, b)
+		return s.raced(ctx, b, m)
 	}
 	return false, fs.Classify(err, "increment "+id)
 }
@@ -243,42 +239,35 @@ func (s *Store) commit(ctx context.Context, b *increment.Batch) (bool, error) {
 // raced follows a lost race: the counter read again (when it was read
 // absent), and the pending keys' records, which settle the ops they
 // answer; it reports whether ops are left to commit.
-func (s *Store) raced(ctx context.Context, b *increment.Batch) (bool, error) {
+func (s *Store) raced(ctx context.Context, b *increment.Batch, m commitMode) (bool, error) {
 	if err := s.reread(ctx, b); err != nil {
 		return false, err
 	}
-	if b.Counter.Distinct {
-		// Any shard takes any member: the next try goes to another, likely
-		// not the one just written.
-		b.Shard = s.counters.IntN(b.Counter.ID, b.Counter.NumShards)
-	}
+	m.raced(b)
 	records, err := s.readRecords(ctx, b)
 	if err != nil {
 		return false, err
 	}
-	return b.Raced(records, s.counters.Now()), nil
+	return b.Raced(records, s.base.Now()), nil
 }
 
-// writes is the commit of plan: the shard's change (of a distinct
-// counter, the sketches its members changed), each member document
-// created or deleted, each key's record, then the activity marker when
-// this instance has not marked the counter lately, the bound's guard, and
-// the counter's creation (last). marks reports whether it marks.
-func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time, sketch *sketched, span trace.SpanContext) (writes []*pb.Write, marks bool) {
+// writes is the commit of plan: the shard's change (as the counter's mode
+// writes it), each member document created, changed or deleted, each
+// key's record, then the activity marker when this instance has not
+// marked the counter lately, the mode's last writes (the bound's guard),
+// and the counter's creation (last). shard reports whether it writes the
+// shard, marks whether it marks.
+func (s *Store) writes(b *increment.Batch, plan increment.Plan, m commitMode, span trace.SpanContext) (writes []*pb.Write, shard, marks bool) {
 	id := b.Counter.ID
 	if plan.WriteShard {
-		change := counterstore.ShardChange{Count: plan.Net, Commits: 1, Counts: plan.Counts}
+		change := shared.ShardChange{Count: plan.Net, Commits: 1, Counts: plan.Counts}
 		if contended, _ := s.contended.Get(id); contended {
 			change.Slow = 1
 		}
-		switch {
-		case sketch == nil:
-			writes = append(writes, withTraceparent(s.counters.ShardWrite(id, b.Shard, change), span))
-		case sketch.shard.write != nil:
-			writes = append(writes, withTraceparent(s.counters.SketchWrite(id, b.Shard, sketch.shard.write, sketch.shard.version, change), span))
-		}
-		if sketch != nil {
-			writes = append(writes, s.bucketSketchWrites(b, sketch)...)
+		var w *pb.Write
+		w, writes = m.shardWrites(b, change)
+		if shard = w != nil; shard {
+			writes = append([]*pb.Write{withTraceparent(w, span)}, writes...)
 		}
 	}
 	for _, j := range plan.Joins {
@@ -303,35 +292,31 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, guard *time.Time
 		writes = append(writes, fs.DeleteWrite(s.db.Name(dm.Member(id, l.User)), l.Version))
 	}
 	for _, k := range plan.Records {
-		writes = append(writes, s.recordWrite(b.Counter, k))
+		writes = append(writes, s.recordWrite(b.Counter, k, m.recordFields(k.Record)))
 	}
 	if marks = s.markDue(b.Counter); marks {
-		writes = append(writes, s.counters.ActivityWrite(id, time.Time{}))
+		writes = append(writes, s.base.ActivityWrite(id, time.Time{}))
 	}
-	if guard != nil {
-		writes = append(writes, s.guardWrite(id, *guard))
-	}
+	writes = append(writes, m.lastWrites(b)...)
 	if plan.Creates {
 		writes = append(writes, s.counters.FirstUseWrite(b.Counter))
 	}
-	return writes, marks
+	return writes, shard, marks
 }
 
-// settle records the outcome of plan's commit. A shard that Firestore's
-// increment left at int64's limit lost part of a delta, written outside
-// the functions: DATA_LOSS, never a success.
-func (s *Store) settle(b *increment.Batch, plan increment.Plan, resp *pb.CommitResponse) error {
-	if plan.WriteShard && !b.Counter.Distinct { // a distinct counter's shard keeps a sketch, no count
-		v, ok := fs.TransformResult(resp.GetWriteResults()[0], dm.FieldCount, counterstore.ShardFields)
-		if ok && !b.Counter.Unique {
-			s.noteKnown(b.Counter.ID, plan.Net, v)
-		}
-		if ok && counter.Saturated(v) {
-			return errs.New(errs.DataLoss, "shard %d of counter %q reached int64's limit, so part of this increment may be lost: its shards were written outside the functions", b.Shard, b.Counter.ID)
-		}
+// saturated refuses a commit whose shard write (the first of resp, of
+// plan) Firestore's increment left at int64's limit: part of a delta was
+// lost, written outside the functions. DATA_LOSS, never a success. It
+// returns the shard's count as committed.
+func saturated(b *increment.Batch, plan increment.Plan, resp *pb.CommitResponse) (int64, bool, error) {
+	if !plan.WriteShard || resp == nil {
+		return 0, false, nil
 	}
-	b.Committed(plan)
-	return nil
+	v, ok := fs.TransformResult(resp.GetWriteResults()[0], dm.FieldCount, shared.ShardFields)
+	if ok && counter.Saturated(v) {
+		return v, ok, errs.New(errs.DataLoss, "shard %d of counter %q reached int64's limit, so part of this increment may be lost: its shards were written outside the functions", b.Shard, b.Counter.ID)
+	}
+	return v, ok, nil
 }
 
 // noteContention remembers whether the last commit of counter id was slow

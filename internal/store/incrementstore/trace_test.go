@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/store/shared"
+
 	"go.opentelemetry.io/otel/trace"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/store/counterstore"
 )
 
 // TestATraceparentKeepsTheSketch: with telemetry on, a distinct counter's
@@ -22,10 +23,10 @@ func TestATraceparentKeepsTheSketch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	counters := counterstore.New(db, counterstore.Options{})
+	base := shared.New(db, shared.Options{})
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
 	for _, version := range []time.Time{{}, time.Now()} {
-		w := withTraceparent(counters.SketchWrite("watchers:v", 3, []byte{2, 14}, version, counterstore.ShardChange{Commits: 1}), sc)
+		w := withTraceparent(base.SketchWrite("watchers:v", 3, []byte{2, 14}, version, shared.ShardChange{Commits: 1}), sc)
 		f := w.GetUpdate().GetFields()
 		if f[dm.FieldSketch] == nil || f[dm.FieldTraceparent] == nil {
 			t.Errorf("version %v: fields %v, want the sketch and the traceparent", version, f)

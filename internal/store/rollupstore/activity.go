@@ -37,7 +37,7 @@ func (s *Store) Mark(ctx context.Context, id string, at time.Time) error {
 		if err != nil {
 			return false, fs.Classify(err, "read the marker of "+id)
 		}
-		w := s.counters.ActivityWrite(id, at)
+		w := s.base.ActivityWrite(id, at)
 		if d := docs[0]; d != nil {
 			if !fs.DocOf(d).Time(dm.FieldActivityAt).Before(at) {
 				return false, nil // marked as late already
@@ -61,7 +61,7 @@ func (s *Store) Mark(ctx context.Context, id string, at time.Time) error {
 // the first shards (at least ACTIVITY_SHARDS).
 func (s *Store) MarkersQueries(shards int, after activity.Cursor, until time.Time, limit int) []firestore.Query {
 	var out []firestore.Query
-	for chunk := range slices.Chunk(shardedts.Values(max(shards, s.counters.ActivityShards())), shardedts.MaxIn) {
+	for chunk := range slices.Chunk(shardedts.Values(max(shards, s.base.ActivityShards())), shardedts.MaxIn) {
 		q := s.db.Collection(dm.Activity).Where(dm.FieldActivityShard, "in", chunk).
 			Where(dm.FieldActivityAt, "<=", until).
 			OrderBy(dm.FieldActivityAt, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit + 1)

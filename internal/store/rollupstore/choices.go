@@ -42,7 +42,7 @@ func (s *Store) choiceWrites(c counter.Counter, changes map[string]int64, peaks 
 			fields := map[string]*pb.Value{}
 			if g != windows.AllTime {
 				start = key.Start(c.AsOf)
-				fields[dm.FieldExpireAt] = fs.TimeValue(s.windows.ExpireAt(key, start))
+				fields[dm.FieldExpireAt] = fs.TimeValue(s.opts.Windows.ExpireAt(key, start))
 			}
 			if p, ok := peaks[key]; ok {
 				for s, v := range p.Values {

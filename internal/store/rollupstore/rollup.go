@@ -12,7 +12,7 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -34,19 +34,19 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		dm.FieldSlowCommits:  fs.IntValue(c.Sums.Slow),
 		dm.FieldWriteRate:    {ValueType: &pb.Value_DoubleValue{DoubleValue: c.WriteRate}},
 	}
-	if c.Choices != nil {
-		fields[dm.FieldCounts] = counterstore.CountsValue(c.Counts)
+	if c.Counts != nil { // a choice counter's
+		fields[dm.FieldCounts] = shared.CountsValue(c.Counts)
 	}
 	if c.Legacy {
 		fields[dm.FieldOrigin], fields[dm.FieldRanked] = fs.StringValue(string(c.Origin)), fs.BoolValue(c.Ranked)
 	}
 	if r.Reshard {
 		fields[dm.FieldNumShards] = fs.IntValue(int64(c.NumShards))
-		fields[dm.FieldReshard] = counterstore.ReshardValue(c.Reshard)
+		fields[dm.FieldReshard] = shared.ReshardValue(c.Reshard)
 	}
 	var peaks, choicePeaks map[windows.Granularity]windows.Peak
 	upgrade := c.Peaks == nil // the first roll-up since peaks are kept
-	if (r.Change != 0 || r.Changes != nil) && s.windows != nil {
+	if (r.Change != 0 || r.Changes != nil) && s.opts.Windows != nil {
 		next := maps.Clone(c.Peaks)
 		if r.Change != 0 {
 			var err error
@@ -55,10 +55,10 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 			}
 			next = merged(next, peaks)
 			c.Momentum = c.Momentum.Add(windows.RisingNow, c.AsOf, r.Change)
-			fields[dm.FieldMomentum] = counterstore.MomentumValue(c.Momentum)
+			fields[dm.FieldMomentum] = shared.MomentumValue(c.Momentum)
 		}
 		choicePeaks = choicesPeaks(c, r.Changes)
-		fields[dm.FieldPeaks] = counterstore.PeaksValue(merged(next, choicePeaks))
+		fields[dm.FieldPeaks] = shared.PeaksValue(merged(next, choicePeaks))
 	}
 	// activity_as_of is in the mask always: without automatic sharding it
 	// is deleted, so a later switch to on starts from a new baseline.
@@ -71,21 +71,21 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{{FieldPath: dm.FieldRollups,
 		TransformType: &pb.DocumentTransform_FieldTransform_Increment{Increment: fs.IntValue(1)}}}
 	writes := []*pb.Write{w}
-	if (r.Change != 0 || r.Changes != nil) && s.windows != nil {
+	if (r.Change != 0 || r.Changes != nil) && s.opts.Windows != nil {
 		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
 		writes = append(writes, s.choiceWrites(c, r.Changes, choicePeaks)...)
 	}
 	if r.Correct != 0 || r.CorrectCounts != nil {
-		writes = append(writes, s.counters.ShardWrite(c.ID, s.counters.IntN(c.ID, c.NumShards), counterstore.ShardChange{Count: r.Correct, Counts: r.CorrectCounts, Commits: 1}))
+		writes = append(writes, s.base.ShardWrite(c.ID, s.base.IntN(c.ID, c.NumShards), shared.ShardChange{Count: r.Correct, Counts: r.CorrectCounts, Commits: 1}))
 	}
-	sent := s.counters.Now() // the cache's life starts with the commit, not its answer
+	sent := s.base.Now() // the cache's life starts with the commit, not its answer
 	resp, err := s.db.Commit(ctx, writes...)
 	switch fs.Code(err) {
 	case codes.OK:
 		version := resp.GetWriteResults()[0].GetUpdateTime().AsTime()
 		if r.Reshard {
 			c.Version = version // the cache holds what the commit wrote
-			s.counters.Remember(c, sent)
+			s.opts.Remember(c, sent)
 		}
 		return version, true, nil
 	case codes.FailedPrecondition, codes.NotFound:
@@ -141,7 +141,7 @@ func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string
 	var writes []*pb.Write
 	for _, g := range windows.All {
 		start := g.Start(c.AsOf)
-		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.windows.ExpireAt(g, start))}
+		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(g, start))}
 		var deleted []string
 		if g == windows.Hour && change != 0 {
 			fields[dm.FieldRise] = &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: c.Momentum.Rise(windows.RisingNow)}}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/store/shared"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/shardcount/internal/counter"
@@ -116,8 +118,9 @@ func TestAPeakStartsFromTheGrossOfBefore(t *testing.T) {
 // the roll-up's own write path.
 func rollUps(t *testing.T, db *fsdb.DB) (func(id string) counter.Counter, func(id string, at time.Time, change int64)) {
 	ctx := context.Background()
-	counters := counterstore.New(db, counterstore.Options{})
-	rollups := rollupstore.New(db, counters, windows.DefaultRetention)
+	base := shared.New(db, shared.Options{})
+	counters := counterstore.New(base, counterstore.Options{})
+	rollups := rollupstore.New(base, rollupstore.Options{Windows: windows.DefaultRetention, Remember: counters.Remember})
 	create := func(id string) counter.Counter {
 		c, err := counters.Create(ctx, counter.Counter{ID: id, NumShards: 1, Origin: counter.ByAdmin, Ranked: true, Kind: "likes"})
 		if err != nil {

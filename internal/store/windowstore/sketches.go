@@ -9,7 +9,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/store/counterstore"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -37,7 +37,7 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 	}
 	byStart, union := map[time.Time]*distinct.Sketch{}, distinct.New()
 	for _, pd := range docs {
-		sk, err := counterstore.SketchOf(pd)
+		sk, err := shared.SketchOf(pd)
 		start := fs.DocOf(pd).Time(dm.FieldStart).UTC()
 		if byStart[start] == nil {
 			byStart[start] = distinct.New()
