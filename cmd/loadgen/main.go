@@ -52,9 +52,9 @@ import (
 	firebase "firebase.google.com/go/v4"
 
 	"github.com/shardcount/shardcount/client"
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/instrumentload"
-	"github.com/shardcount/shardcount/internal/loadtest/report"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/instrumentload"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/report"
 )
 
 type flags struct {

@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/reactions"
-	"github.com/shardcount/shardcount/internal/loadtest/report"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/reactions"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/report"
 )
 
 // benchReactions is the choice kind the reactions run on, as

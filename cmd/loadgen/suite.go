@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/instrumentload"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/report"
 	"github.com/shardcount/shardcount/internal/firestoredb"
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/instrumentload"
-	"github.com/shardcount/shardcount/internal/loadtest/report"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 

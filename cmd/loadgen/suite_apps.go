@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/report"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/report"
 )
 
 // appsSuite measures what apps count with: likes and reactions against

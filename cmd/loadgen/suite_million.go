@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 	"github.com/shardcount/shardcount/internal/config"
-	"github.com/shardcount/shardcount/internal/loadtest"
 )
 
 // million runs the scale benchmark of reconcile's activity index against

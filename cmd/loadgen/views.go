@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/report"
-	"github.com/shardcount/shardcount/internal/loadtest/views"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/report"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/views"
 )
 
 // viewCounters are the two ways of counting viewers the suite compares,

@@ -43,7 +43,7 @@ func modeBranches(t *testing.T, root string) []string {
 			return err
 		}
 		if d.IsDir() {
-			if slices.Contains([]string{"node_modules", ".git", "counter", "loadtest", "loadgen"}, d.Name()) {
+			if slices.Contains([]string{"node_modules", ".git", "counter", "loadgen"}, d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 // Loadgen is cmd/loadgen, built for a test.

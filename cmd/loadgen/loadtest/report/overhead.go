@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 // Overhead writes the table of telemetry's cost, and its verdict.

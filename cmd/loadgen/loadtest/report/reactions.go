@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardcount/shardcount/internal/loadtest/reactions"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/reactions"
 )
 
 // Reactions writes the reactions table and its targets: switches through

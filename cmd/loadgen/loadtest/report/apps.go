@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 // appsMarkdown writes the sections about what apps count with: likes,

@@ -14,7 +14,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 // Counter is one way of counting viewers: a kind of COUNTER_KINDS.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/reactions"
-	"github.com/shardcount/shardcount/internal/loadtest/views"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/reactions"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/views"
 )
 
 // Suite is everything the benchmark suite measured in one run.

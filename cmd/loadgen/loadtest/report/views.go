@@ -5,8 +5,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/views"
 	"github.com/shardcount/shardcount/internal/distinct"
-	"github.com/shardcount/shardcount/internal/loadtest/views"
 )
 
 // Views writes the views table and its targets: a distinct counter's

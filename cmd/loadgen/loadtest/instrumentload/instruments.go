@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 	"github.com/shardcount/shardcount/internal/instruments"
-	"github.com/shardcount/shardcount/internal/loadtest"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
 )
 

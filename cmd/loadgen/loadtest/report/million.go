@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 // Markdown writes the scale benchmark's section of bench/README.md.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
-	"github.com/shardcount/shardcount/internal/loadtest/views"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/views"
 )
 
 func TestViewsJudgesSketchesAgainstMemberDocuments(t *testing.T) {

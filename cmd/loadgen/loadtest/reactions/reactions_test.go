@@ -7,7 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/shardcount/shardcount/internal/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
 )
 
 func TestStriderGivesEachWorkerItsOwnUsers(t *testing.T) {
