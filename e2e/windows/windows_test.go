@@ -143,14 +143,14 @@ func TestWindows(t *testing.T) {
 
 	t.Run("topCounters ranks this hour", func(t *testing.T) {
 		for attempt := 0; ; attempt++ {
-			hour := windows.Hour.Start(time.Now())
+			hour := windows.UTC.Start(windows.Hour, time.Now())
 			ids := []string{fmt.Sprintf("a-%d-%d", run, attempt), fmt.Sprintf("b-%d-%d", run, attempt), fmt.Sprintf("c-%d-%d", run, attempt)}
 			for i, id := range ids {
 				create(t, id, false)
 				incrementN(t, id, 30-10*i)
 			}
 			done := time.Now()
-			if windows.Hour.Start(done) != hour && attempt == 0 {
+			if windows.UTC.Start(windows.Hour, done) != hour && attempt == 0 {
 				continue // the hour turned during the increments: again, in the new one
 			}
 			var rk ranking
@@ -248,7 +248,7 @@ func TestWindows(t *testing.T) {
 	t.Run("history has zeros for gaps", func(t *testing.T) {
 		id := fmt.Sprintf("gaps-%d", run)
 		create(t, id, false)
-		now := windows.Minute.Start(time.Now())
+		now := windows.UTC.Start(windows.Minute, time.Now())
 		for back, n := range map[int]int64{5: 3, 2: 7} {
 			start := now.Add(-time.Duration(back) * time.Minute)
 			if _, err := fs.Doc("counters/"+id+"/windows/"+windows.DocID(windows.Minute, start)).Set(context.Background(), map[string]any{

@@ -115,8 +115,8 @@ type Config struct {
 	// function that signs them refuses to start without it (service.New).
 	PageTokenSecret string
 
-	// Zone is the time zone of day buckets (TIME_ZONE).
-	Zone *time.Location
+	// Calendar says where buckets begin: days at midnight in TIME_ZONE.
+	Calendar windows.Calendar
 
 	windowsOn bool              // WINDOWS
 	retention windows.Retention // WINDOW_RETENTION
@@ -315,7 +315,7 @@ var Settings = append([]Setting{
 		}},
 	{"TIME_ZONE", "UTC", "The time zone of days (an IANA name such as `America/New_York`): day buckets, `history=day`, `topCounters ?window=day`, and the day `last_day` ranks from, start at its midnight (minutes and hours are UTC's, the same everywhere but in zones of half hours). Set it before counting: a change starts new days at the new midnight, and days written before keep their start (history shows them as 0, and for a day `last_day` and `window=day&previous=true` find no previous day).", Deployed,
 		func(c *Config, v string) (err error) {
-			if c.Zone, err = time.LoadLocation(v); err != nil || v == "" || v == "Local" {
+			if c.Calendar.Zone, err = time.LoadLocation(v); err != nil || v == "" || v == "Local" {
 				return fmt.Errorf("%q is not an IANA time zone such as UTC or Europe/Paris", v)
 			}
 			return nil

@@ -157,11 +157,11 @@ func TestEverySettingParsesItsDefault(t *testing.T) {
 }
 
 func TestTimeZone(t *testing.T) {
-	if c, err := FromEnv(env(nil)); err != nil || c.Zone != time.UTC {
-		t.Errorf("the default zone: %v, %v; want UTC", c.Zone, err)
+	if c, err := FromEnv(env(nil)); err != nil || c.Calendar.Zone != time.UTC {
+		t.Errorf("the default zone: %v, %v; want UTC", c.Calendar.Zone, err)
 	}
-	if c, err := FromEnv(env(map[string]string{"TIME_ZONE": "Europe/Paris"})); err != nil || c.Zone.String() != "Europe/Paris" {
-		t.Errorf("Europe/Paris: %v, %v", c.Zone, err)
+	if c, err := FromEnv(env(map[string]string{"TIME_ZONE": "Europe/Paris"})); err != nil || c.Calendar.Zone.String() != "Europe/Paris" {
+		t.Errorf("Europe/Paris: %v, %v", c.Calendar.Zone, err)
 	}
 	for _, bad := range []string{"Mars/Olympus", "Local", "+02:00"} {
 		if _, err := FromEnv(env(map[string]string{"TIME_ZONE": bad})); err == nil || !strings.Contains(err.Error(), "TIME_ZONE") {

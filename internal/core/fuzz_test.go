@@ -94,7 +94,7 @@ func FuzzGetCounterQuery(f *testing.F) {
 			clientError(t, err)
 			return
 		}
-		id, consistency, h, err := b.validate(time.Now())
+		id, consistency, h, err := b.validate(windows.UTC, time.Now())
 		clientError(t, err)
 		if err == nil && (counter.ValidateID(id) != nil || consistency != "strong" && consistency != "eventual") {
 			t.Fatalf("accepted %q, %q", id, consistency)

@@ -99,7 +99,7 @@ type historyRange struct {
 	union  string
 }
 
-func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *historyRange, err error) {
+func (r GetCounterRequest) validate(cal windows.Calendar, now time.Time) (id, consistency string, h *historyRange, err error) {
 	if id, err = requiredCounterID(r.CounterID); err != nil {
 		return "", "", nil, err
 	}
@@ -114,7 +114,7 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 		if r.History != nil || r.From != nil || r.To != nil {
 			return "", "", nil, errs.Invalid("window", "goes without history, from and to")
 		}
-		starts, err := windows.LastDays("window", *r.Window, now)
+		starts, err := cal.LastDays("window", *r.Window, now)
 		return id, consistency, &historyRange{g: windows.Day, starts: starts, union: *r.Window}, err
 	}
 	if r.History == nil {
@@ -133,13 +133,13 @@ func (r GetCounterRequest) validate(now time.Time) (id, consistency string, h *h
 			return "", "", nil, err
 		}
 	}
-	from := g.Step(g.Start(to), 1-windows.DefaultSpan(g))
+	from := cal.Step(g, cal.Start(g, to), 1-windows.DefaultSpan(g))
 	if r.From != nil {
 		if from, err = rfc3339.Parse("from", *r.From); err != nil {
 			return "", "", nil, err
 		}
 	}
-	starts, err := windows.Range(g, from, to)
+	starts, err := cal.Range(g, from, to)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -153,7 +153,7 @@ const historyBuckets = 100
 
 func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounterRequest) (GetCounterResponse, error) {
 	ctx = ledger.WithLabel(ctx, "read")
-	id, consistency, h, err := body.validate(core.now())
+	id, consistency, h, err := body.validate(core.cfg.Calendar, core.now())
 	if err != nil {
 		return GetCounterResponse{}, err
 	}

@@ -120,7 +120,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		if g, err = windows.Parse("window", window); err != nil {
 			return TopCountersResponse{}, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\" or \"all\"")
 		}
-		start = windows.Window(g, now, body.Previous != nil && *body.Previous)
+		start = core.cfg.Calendar.Window(g, now, body.Previous != nil && *body.Previous)
 		resp.Start = start.Format(time.RFC3339)
 	}
 	if (window != "all" || choice != "") && core.cfg.Windows == nil {

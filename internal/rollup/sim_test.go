@@ -502,7 +502,7 @@ func (s *simStore) WriteRollup(ctx context.Context, ru counter.Rollup) (time.Tim
 		}
 		// The windows, in the same commit: the change goes to the minute
 		// holding the roll-up's read time.
-		w.buckets[windows.Minute.Start(c.AsOf)] += ru.Change
+		w.buckets[windows.UTC.Start(windows.Minute, c.AsOf)] += ru.Change
 		switch {
 		case c.AsOf.Before(prev.AsOf):
 			w.problems = append(w.problems, fmt.Sprintf("%s: rollup_as_of went back from %s to %s", w.rel(w.now()), w.rel(prev.AsOf), w.rel(c.AsOf)))

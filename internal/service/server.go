@@ -29,7 +29,6 @@ import (
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/store/windowstore"
 	"github.com/shardcount/shardcount/internal/telemetry"
-	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Server serves the functions of Catalog. Its settings are read once, on
@@ -109,9 +108,6 @@ func NewWith(getenv func(string) string, deps Deps) *Server {
 func (s *Server) setup() {
 	s.once.Do(func() {
 		s.cfg, s.cfgErr = config.FromEnv(s.getenv)
-		if s.cfg.Zone != nil {
-			windows.SetZone(s.cfg.Zone) // one zone a process: its instances share their days
-		}
 		if err := s.needsPageTokenKey(); err != nil {
 			s.cfgErr = errors.Join(s.cfgErr, err)
 		}
@@ -307,7 +303,7 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 		return nil, err
 	}
 	base := shared.New(db, shared.Options{Now: deps.Now, IntN: deps.IntN, ActivityShards: cfg.ActivityShards})
-	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds})
+	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds, Calendar: cfg.Calendar})
 	members := memberstore.New(base)
 	secret := cfg.PageTokenSecret
 	if secret == "" {
@@ -320,15 +316,15 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 			Counters: counters,
 			Members:  members,
 			Increments: incrementstore.New(base, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
-				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery(), Windows: cfg.Windows}),
-			Windows:           windowstore.New(db),
+				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery(), Windows: cfg.Windows, Calendar: cfg.Calendar}),
+			Windows:           windowstore.New(db, cfg.Calendar),
 			Instruments:       instrumentstore.New(db, cfg.InstrumentShards, []byte(secret)),
 			ReadsPerIncrement: incrementstore.MaxReadsPerOp,
 			ReadsPerReset:     incrementstore.ResetReads,
 			ReadsPerQuery:     instrumentstore.QueryReads,
 		}, core.Options{Now: deps.Now, Metrics: telemetry.Increments{}}),
 		reconciler: reconcile.New(cfg, reconcileStores{counters, members,
-			rollupstore.New(base, rollupstore.Options{Windows: cfg.Windows, Remember: counters.Remember})}),
+			rollupstore.New(base, rollupstore.Options{Windows: cfg.Windows, Calendar: cfg.Calendar, Remember: counters.Remember})}),
 	}
 	if deps.Authenticate != nil {
 		a.authenticate = deps.Authenticate

@@ -37,7 +37,7 @@ func (w *world) checkBuckets(id string) {
 		b := want[windows.DocID(g, start)]
 		b.count += change
 		if slices.Contains(windows.Listed, windows.Granularity(strings.Split(string(g), ":")[0])) {
-			b.peaks = windows.Peak{Start: start, Values: b.peaks}.Add(g, start, at, change).Values
+			b.peaks = windows.Peak{Start: start, Values: b.peaks}.Add(windows.UTC, g, start, at, change).Values
 		}
 		want[windows.DocID(g, start)] = b
 	}
@@ -54,14 +54,14 @@ func (w *world) checkBuckets(id string) {
 			at := field(ch.After, "rollup_as_of").GetTimestampValue().AsTime()
 			if change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue(); change != 0 {
 				for _, g := range windows.All {
-					add(g, g.Start(at), at, change)
+					add(g, windows.UTC.Start(g, at), at, change)
 				}
 			} // a roll-up that changed no count writes its buckets' counts of choices, by 0
 			before, after := countsOf(ch.Before), countsOf(ch.After)
 			for choice, n := range after {
 				if change := n - before[choice]; change != 0 {
 					for _, g := range windows.All {
-						add(g.Of(choice), g.Start(at), at, change)
+						add(g.Of(choice), windows.UTC.Start(g, at), at, change)
 					}
 					add(windows.AllTime.Of(choice), windows.AllTimeStart, at, change)
 				}
@@ -112,7 +112,7 @@ func (w *world) checkRanking(o *op, window string) {
 		return
 	}
 	now := time.Now() // the instances' clock, which topCounters reads
-	hour := windows.Hour.Start(now)
+	hour := windows.UTC.Start(windows.Hour, now)
 	sums := map[string]int64{}
 	rankedIDs := map[string]bool{}
 	for _, id := range w.ids() {

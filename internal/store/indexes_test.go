@@ -41,7 +41,7 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	used := map[int]bool{}
 	base := shared.New(db, shared.Options{})
 	counters, members := counterstore.New(base, counterstore.Options{}), memberstore.New(base)
-	rollups, windowStore := rollupstore.New(base, rollupstore.Options{}), windowstore.New(db)
+	rollups, windowStore := rollupstore.New(base, rollupstore.Options{}), windowstore.New(db, windows.UTC)
 	now := time.Now()
 	queries := map[string]firestore.Query{}
 	// The apps' own query, in their clients (docs/guides/likes.md): a
@@ -49,8 +49,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	queries["a user's likes of a kind"] = db.CollectionGroup("members").Where("uid", "==", "u1").Where("kind", "==", "likes").
 		OrderBy("joined_at", firestore.Desc).Limit(20)
 	for slot := range windows.PeakSlots {
-		queries[fmt.Sprint("top by peak ", slot)] = windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByPeak(slot))
-		queries[fmt.Sprint("top of a kind by peak ", slot)] = windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByPeak(slot))
+		queries[fmt.Sprint("top by peak ", slot)] = windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByPeak(slot))
+		queries[fmt.Sprint("top of a kind by peak ", slot)] = windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 10, "likes", windowstore.ByPeak(slot))
 	}
 	maps.Copy(queries, map[string]firestore.Query{
 		"list one owner's":                      counters.ListQuery("uid", false, "", 20),
@@ -58,21 +58,21 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"list all":                              counters.ListQuery("", true, "post-1", 20),
 		"sweep":                                 rollups.SweepQuery("post-1", 300),
 		"history":                               windowStore.HistoryQuery("post-1", windows.Minute, now.Add(-time.Hour), now),
-		"top of a window":                       windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "", windowstore.ByCount),
+		"top of a window":                       windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 10, "", windowstore.ByCount),
 		"top by total":                          windowStore.TopQuery("", time.Time{}, 10, "", windowstore.ByCount),
-		"top of a kind":                         windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 10, "likes", windowstore.ByCount),
+		"top of a kind":                         windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 10, "likes", windowstore.ByCount),
 		"top of a kind, total":                  windowStore.TopQuery("", time.Time{}, 10, "likes", windowstore.ByCount),
 		"a choice's members (the audit)":        members.ChoiceQuery("reactions:p", "love"),
 		"a distinct counter's sketches":         windowStore.SketchesQuery("watchers:v", windows.Day, now.Add(-30*24*time.Hour), now),
-		"rising's candidates by rise":           windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 25, "", windowstore.ByRise),
-		"rising's candidates of a kind by rise": windowStore.TopQuery(windows.Hour, windows.Hour.Start(now), 25, "likes", windowstore.ByRise),
+		"rising's candidates by rise":           windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 25, "", windowstore.ByRise),
+		"rising's candidates of a kind by rise": windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 25, "likes", windowstore.ByRise),
 		"rising's baseline":                     windowStore.SpanQuery("post-1", windows.Hour, now.Add(-25*time.Hour), now.Add(-time.Hour)),
 		// A choice's buckets are of a granularity of their own: the same indexes.
-		"top of a choice":         windowStore.TopQuery(windows.Hour.Of("love"), windows.Hour.Start(now), 10, "reactions", windowstore.ByCount),
+		"top of a choice":         windowStore.TopQuery(windows.Hour.Of("love"), windows.UTC.Start(windows.Hour, now), 10, "reactions", windowstore.ByCount),
 		"top of a choice, total":  windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),
-		"top of a choice by peak": windowStore.TopQuery(windows.Day.Of("love"), windows.Day.Start(now), 10, "reactions", windowstore.ByPeak(3)),
-		"top by gross":            windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "", windowstore.ByGross),
-		"top of a kind, gross":    windowStore.TopQuery(windows.Day, windows.Day.Start(now), 10, "likes", windowstore.ByGross),
+		"top of a choice by peak": windowStore.TopQuery(windows.Day.Of("love"), windows.UTC.Start(windows.Day, now), 10, "reactions", windowstore.ByPeak(3)),
+		"top by gross":            windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByGross),
+		"top of a kind, gross":    windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "likes", windowstore.ByGross),
 		"a rolling window":        windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
 		"a user's likes":          members.LikedByQuery("u1", 20),
 		"a user's memberships":    members.MembershipsQuery("u1", counter.Membership{}, 100),

@@ -11,7 +11,7 @@ import (
 func ExampleDocID() {
 	at := time.Date(2026, 11, 23, 5, 17, 42, 0, time.UTC)
 	for _, g := range windows.All {
-		fmt.Println(windows.DocID(g, g.Start(at)))
+		fmt.Println(windows.DocID(g, windows.UTC.Start(g, at)))
 	}
 	// Output:
 	// minute_2026-11-23T05:17:00Z

@@ -28,12 +28,12 @@ type Peak struct {
 }
 
 // Add returns the peaks after change, a change at time at of the bucket of
-// g starting at start: the peaks of an earlier bucket start over.
-func (p Peak) Add(g Granularity, start, at time.Time, change int64) Peak {
+// g starting at start, by cal: the peaks of an earlier bucket start over.
+func (p Peak) Add(cal Calendar, g Granularity, start, at time.Time, change int64) Peak {
 	if !p.Start.Equal(start) {
 		p = Peak{Start: start}
 	}
-	for s := range min(Slot(g, start, at), PeakSlots-1) + 1 { // the runs from slot s on hold this change
+	for s := range min(cal.Slot(g, start, at), PeakSlots-1) + 1 { // the runs from slot s on hold this change
 		p.Values[s] = max(p.Values[s], 0) + change
 	}
 	return p
@@ -41,11 +41,11 @@ func (p Peak) Add(g Granularity, start, at time.Time, change int64) Peak {
 
 // Slot is the slot of the bucket of g starting at start that holds t (0
 // before the bucket, PeakSlots past it).
-func Slot(g Granularity, start, t time.Time) int {
+func (cal Calendar) Slot(g Granularity, start, t time.Time) int {
 	if t.Before(start) {
 		return 0
 	}
-	return min(int(t.Sub(start)/(g.Span(start)/PeakSlots)), PeakSlots)
+	return min(int(t.Sub(start)/(cal.Span(g, start)/PeakSlots)), PeakSlots)
 }
 
 // Listed are the granularities rolling windows list candidates from, whose
@@ -72,5 +72,5 @@ var (
 // From is the start of the window's first bucket, for a window ending at
 // now.
 func (r Rolling) From(now time.Time) time.Time {
-	return r.Sum.Start(now).Add(-time.Duration(r.Span-1) * r.Sum.Length())
+	return now.UTC().Truncate(r.Sum.Length()).Add(-time.Duration(r.Span-1) * r.Sum.Length()) // minutes or hours: the same in every zone
 }

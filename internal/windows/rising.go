@@ -56,7 +56,7 @@ type Momentum struct {
 
 // Add is the momentum after change, rolled up at time at.
 func (m Momentum) Add(r Rising, at time.Time, change int64) Momentum {
-	if h := Hour.Start(at); !m.Hour.Equal(h) {
+	if h := at.UTC().Truncate(time.Hour); !m.Hour.Equal(h) {
 		if !m.Hour.IsZero() {
 			keep := 1 - 1/float64(r.BaselineHours)
 			// The hour that ended counted Count, those since without a
@@ -86,7 +86,7 @@ func (m Momentum) Rise(r Rising) float64 { return r.scoreRate(float64(m.Count), 
 // Baseline is the span of hour buckets of the baseline, for a last hour
 // ending at now: the BaselineHours before the hour holding its start.
 func (r Rising) Baseline(now time.Time) (from, to time.Time) {
-	to = Hour.Start(LastHour.From(now))
+	to = LastHour.From(now).Truncate(time.Hour)
 	return to.Add(-time.Duration(r.BaselineHours) * time.Hour), to
 }
 

@@ -13,7 +13,6 @@ package windows
 
 import (
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -83,40 +82,40 @@ func (g Granularity) Length() time.Duration {
 	return 24 * time.Hour
 }
 
-// zone is the time zone of days (TIME_ZONE): a day bucket starts at its
-// midnight. Set when the service starts (SetZone), before any bucket is
-// named; atomic, as several servers of one process (tests) set it.
-var zone atomic.Pointer[time.Location]
-
-// SetZone makes days start at midnight in loc: the service does, from
-// TIME_ZONE, when it starts.
-func SetZone(loc *time.Location) { zone.Store(loc) }
-
-// Zone is the time zone of day buckets (UTC until set).
-func Zone() *time.Location {
-	if loc := zone.Load(); loc != nil {
-		return loc
-	}
-	return time.UTC
+// Calendar says where buckets begin: minutes and hours on UTC's, days at
+// midnight in Zone (TIME_ZONE; nil, the zero Calendar's: UTC). It is a
+// value of the settings, given to whatever names a bucket: the instances
+// of one deployment share their days, and servers of one process (tests,
+// the simulation) may each have their own.
+type Calendar struct {
+	Zone *time.Location
 }
 
-// Start returns the start of the bucket holding t: minutes and hours are
-// aligned on UTC's, days on midnight in Zone (in UTC, the default, on UTC
-// days).
-func (g Granularity) Start(t time.Time) time.Time {
+// UTC is the calendar of days in UTC, the default.
+var UTC = Calendar{Zone: time.UTC}
+
+func (cal Calendar) zone() *time.Location {
+	if cal.Zone == nil {
+		return time.UTC
+	}
+	return cal.Zone
+}
+
+// Start returns the start of the bucket of g holding t: minutes and hours
+// are aligned on UTC's, days on midnight in the calendar's zone.
+func (cal Calendar) Start(g Granularity, t time.Time) time.Time {
 	if g.base() == Day {
-		local := t.In(Zone())
-		return midnight(local.Year(), local.Month(), local.Day())
+		local := t.In(cal.zone())
+		return cal.midnight(local.Year(), local.Month(), local.Day())
 	}
 	return t.UTC().Truncate(g.Length())
 }
 
-// midnight is when day y-m-d begins in Zone, in UTC: its midnight, or,
-// where the clocks go forward at midnight (Santiago, Havana, the Azores)
-// and that day has none, the moment they do.
-func midnight(y int, m time.Month, d int) time.Time {
-	loc := Zone()
-	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+// midnight is when day y-m-d begins in the calendar's zone, in UTC: its
+// midnight, or, where the clocks go forward at midnight (Santiago,
+// Havana, the Azores) and that day has none, the moment they do.
+func (cal Calendar) midnight(y int, m time.Month, d int) time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, cal.zone())
 	if t.Day() != d { // Go took the missing midnight in the day before's offset
 		_, end := t.ZoneBounds()
 		t = end
@@ -124,19 +123,22 @@ func midnight(y int, m time.Month, d int) time.Time {
 	return t.UTC()
 }
 
-// Step returns the start of the bucket n after the one starting at start
-// (before it for n < 0): a day of a zone with summer time lasts 23 or 25
-// hours on the days the clocks change.
-func (g Granularity) Step(start time.Time, n int) time.Time {
+// Step returns the start of the bucket of g n after the one starting at
+// start (before it for n < 0): a day of a zone with summer time lasts 23
+// or 25 hours on the days the clocks change.
+func (cal Calendar) Step(g Granularity, start time.Time, n int) time.Time {
 	if g.base() == Day {
-		noon := time.Date(start.In(Zone()).Year(), start.In(Zone()).Month(), start.In(Zone()).Day()+n, 12, 0, 0, 0, Zone())
-		return midnight(noon.Year(), noon.Month(), noon.Day())
+		local := start.In(cal.zone())
+		noon := time.Date(local.Year(), local.Month(), local.Day()+n, 12, 0, 0, 0, cal.zone())
+		return cal.midnight(noon.Year(), noon.Month(), noon.Day())
 	}
 	return start.Add(time.Duration(n) * g.Length())
 }
 
-// Span is how long the bucket starting at start lasts.
-func (g Granularity) Span(start time.Time) time.Duration { return g.Step(start, 1).Sub(start) }
+// Span is how long the bucket of g starting at start lasts.
+func (cal Calendar) Span(g Granularity, start time.Time) time.Duration {
+	return cal.Step(g, start, 1).Sub(start)
+}
 
 // DocID is the id of a counter's bucket document: "{granularity}_{start}",
 // the start in RFC 3339 (UTC), e.g. "hour_2026-11-23T05:00:00Z".
@@ -159,9 +161,10 @@ type Tally struct {
 // three years of days.
 var DefaultRetention = Retention{Minute: 48 * time.Hour, Hour: 35 * 24 * time.Hour, Day: 3 * 365 * 24 * time.Hour}
 
-// ExpireAt is when the bucket starting at start may be deleted.
-func (r Retention) ExpireAt(g Granularity, start time.Time) time.Time {
-	return start.Add(g.Span(start) + r[g.base()])
+// ExpireAt is when the bucket of g starting at start, by cal, may be
+// deleted.
+func (r Retention) ExpireAt(cal Calendar, g Granularity, start time.Time) time.Time {
+	return start.Add(cal.Span(g, start) + r[g.base()])
 }
 
 // MaxBuckets bounds one history read.
@@ -169,8 +172,8 @@ const MaxBuckets = 1000
 
 // Range returns the starts of the buckets of g from the one holding from
 // to the one holding to, oldest first; at most MaxBuckets.
-func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
-	first, last := g.Start(from), g.Start(to)
+func (cal Calendar) Range(g Granularity, from, to time.Time) ([]time.Time, error) {
+	first, last := cal.Start(g, from), cal.Start(g, to)
 	// A default span that reaches before year 1 starts there: Firestore
 	// keeps no earlier timestamp, and would refuse the query.
 	first = later(first, firstBucket)
@@ -181,7 +184,7 @@ func Range(g Granularity, from, to time.Time) ([]time.Time, error) {
 		return nil, errs.Invalid("from", "and to span %d %s buckets; at most %d", n, g, MaxBuckets)
 	}
 	var starts []time.Time
-	for start := first; !start.After(last); start = g.Step(start, 1) {
+	for start := first; !start.After(last); start = cal.Step(g, start, 1) {
 		if len(starts) == MaxBuckets {
 			return nil, errs.Invalid("from", "and to span more than %d %s buckets", MaxBuckets, g)
 		}
@@ -196,12 +199,12 @@ var lastDays = map[string]int{"last_7_days": 7, "last_30_days": 30}
 
 // LastDays are the starts of the days of window name (last_7_days,
 // last_30_days) at now, read from request field.
-func LastDays(field, name string, now time.Time) ([]time.Time, error) {
+func (cal Calendar) LastDays(field, name string, now time.Time) ([]time.Time, error) {
 	days, ok := lastDays[name]
 	if !ok {
 		return nil, errs.Invalid(field, "must be \"last_7_days\" or \"last_30_days\"")
 	}
-	return Range(Day, Day.Step(Day.Start(now), 1-days), now)
+	return cal.Range(Day, cal.Step(Day, cal.Start(Day, now), 1-days), now)
 }
 
 // firstBucket is the earliest bucket start: Firestore's earliest time.
@@ -229,10 +232,10 @@ func DefaultSpan(g Granularity) int {
 
 // Window returns the start of the current (or, with previous, the last
 // complete) bucket of g at now.
-func Window(g Granularity, now time.Time, previous bool) time.Time {
-	start := g.Start(now)
+func (cal Calendar) Window(g Granularity, now time.Time, previous bool) time.Time {
+	start := cal.Start(g, now)
 	if previous {
-		start = g.Step(start, -1)
+		start = cal.Step(g, start, -1)
 	}
 	return start
 }

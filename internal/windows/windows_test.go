@@ -17,35 +17,35 @@ func TestBuckets(t *testing.T) {
 		{Hour, "2026-11-23T04:00:00Z", "hour_2026-11-23T04:00:00Z"},
 		{Day, "2026-11-23T00:00:00Z", "day_2026-11-23T00:00:00Z"},
 	} {
-		start := tc.g.Start(at)
+		start := UTC.Start(tc.g, at)
 		if got := start.Format(time.RFC3339); got != tc.start {
 			t.Errorf("%s start of %s = %s, want %s", tc.g, at, got, tc.start)
 		}
 		if got := DocID(tc.g, start); got != tc.id {
 			t.Errorf("DocID = %s, want %s", got, tc.id)
 		}
-		if got := Window(tc.g, at, true); !got.Equal(start.Add(-tc.g.Length())) {
+		if got := UTC.Window(tc.g, at, true); !got.Equal(start.Add(-tc.g.Length())) {
 			t.Errorf("%s previous window = %s", tc.g, got)
 		}
 	}
-	if got := DefaultRetention.ExpireAt(Minute, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 1, 3, 0, 1, 0, 0, time.UTC)) {
+	if got := DefaultRetention.ExpireAt(UTC, Minute, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 1, 3, 0, 1, 0, 0, time.UTC)) {
 		t.Errorf("a minute expires at %s, want 48 h after it ends", got)
 	}
 }
 
 func TestRange(t *testing.T) {
 	from := time.Date(2026, 11, 23, 5, 17, 30, 0, time.UTC)
-	starts, err := Range(Minute, from, from.Add(3*time.Minute))
+	starts, err := UTC.Range(Minute, from, from.Add(3*time.Minute))
 	if err != nil || len(starts) != 4 || starts[0].Minute() != 17 || starts[3].Minute() != 20 {
 		t.Errorf("Range = %v, %v", starts, err)
 	}
-	if _, err := Range(Minute, from, from.Add(-time.Minute)); err == nil {
+	if _, err := UTC.Range(Minute, from, from.Add(-time.Minute)); err == nil {
 		t.Error("from after to was accepted")
 	}
-	if _, err := Range(Minute, from, from.Add(MaxBuckets*time.Minute)); err == nil {
+	if _, err := UTC.Range(Minute, from, from.Add(MaxBuckets*time.Minute)); err == nil {
 		t.Errorf("%d buckets were accepted", MaxBuckets+1)
 	}
-	if _, err := Range(Day, from.AddDate(0, 0, -(MaxBuckets-1)), from); err != nil {
+	if _, err := UTC.Range(Day, from.AddDate(0, 0, -(MaxBuckets-1)), from); err != nil {
 		t.Errorf("%d days: %v", MaxBuckets, err)
 	}
 	if _, err := Parse("history", "week"); err == nil {
@@ -79,28 +79,27 @@ func TestDaysInAZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SetZone(ny)
-	defer SetZone(time.UTC)
+	cal := Calendar{Zone: ny}
 	utc := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
-	if got := Day.Start(utc("2026-11-26T03:00:00Z")); !got.Equal(utc("2026-11-25T05:00:00Z")) {
+	if got := cal.Start(Day, utc("2026-11-26T03:00:00Z")); !got.Equal(utc("2026-11-25T05:00:00Z")) {
 		t.Errorf("the day of 22:00 in New York starts %s, want its midnight, 05:00 UTC", got)
 	}
-	starts, err := Range(Day, utc("2026-10-31T12:00:00Z"), utc("2026-11-02T12:00:00Z"))
+	starts, err := cal.Range(Day, utc("2026-10-31T12:00:00Z"), utc("2026-11-02T12:00:00Z"))
 	want := []time.Time{utc("2026-10-31T04:00:00Z"), utc("2026-11-01T04:00:00Z"), utc("2026-11-02T05:00:00Z")}
 	if err != nil || !slices.EqualFunc(starts, want, time.Time.Equal) {
 		t.Errorf("days across the clocks going back: %v, %v; want %v", starts, err, want)
 	}
 	back := utc("2026-11-01T04:00:00Z")
-	if span := Day.Span(back); span != 25*time.Hour {
+	if span := cal.Span(Day, back); span != 25*time.Hour {
 		t.Errorf("the day the clocks go back lasts %s, want 25h", span)
 	}
-	if s := Slot(Day, back, back.Add(24*time.Hour+30*time.Minute)); s != PeakSlots-1 {
+	if s := cal.Slot(Day, back, back.Add(24*time.Hour+30*time.Minute)); s != PeakSlots-1 {
 		t.Errorf("its last hour is in slot %d, want %d", s, PeakSlots-1)
 	}
-	if prev := Window(Day, utc("2026-11-02T12:00:00Z"), true); !prev.Equal(back) {
+	if prev := cal.Window(Day, utc("2026-11-02T12:00:00Z"), true); !prev.Equal(back) {
 		t.Errorf("the previous day of Nov 2 starts %s, want %s", prev, back)
 	}
-	if h := Hour.Start(utc("2026-11-26T03:30:00Z")); !h.Equal(utc("2026-11-26T03:00:00Z")) {
+	if h := cal.Start(Hour, utc("2026-11-26T03:30:00Z")); !h.Equal(utc("2026-11-26T03:00:00Z")) {
 		t.Errorf("hours stay UTC's: %s", h)
 	}
 }
@@ -150,19 +149,18 @@ func TestMomentumFindsAJump(t *testing.T) {
 // instants it starts; where the clocks go forward at midnight (Santiago),
 // the day starts when they do.
 func TestEveryZonesDays(t *testing.T) {
-	defer SetZone(time.UTC)
 	for _, name := range []string{"America/Santiago", "America/Havana", "Atlantic/Azores", "America/New_York", "Australia/Adelaide",
 		"Asia/Kolkata", "Pacific/Chatham", "America/St_Johns", "Europe/London", "Pacific/Apia", "UTC"} {
 		loc, err := time.LoadLocation(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		SetZone(loc)
-		day := Day.Start(time.Date(2025, 1, 1, 12, 0, 0, 0, loc))
+		cal := Calendar{Zone: loc}
+		day := cal.Start(Day, time.Date(2025, 1, 1, 12, 0, 0, 0, loc))
 		for range 6 * 366 {
-			next := Day.Step(day, 1)
-			if span := next.Sub(day); span < 22*time.Hour || span > 26*time.Hour || Day.Start(next) != next || Day.Step(next, -1) != day ||
-				Day.Start(next.Add(-time.Second)) != day {
+			next := cal.Step(Day, day, 1)
+			if span := next.Sub(day); span < 22*time.Hour || span > 26*time.Hour || cal.Start(Day, next) != next || cal.Step(Day, next, -1) != day ||
+				cal.Start(Day, next.Add(-time.Second)) != day {
 				t.Fatalf("%s: the day of %s lasts %s to %s", name, day, span, next)
 			}
 			day = next

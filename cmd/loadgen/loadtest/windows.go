@@ -32,7 +32,7 @@ type WindowsReport struct {
 // written straight to Firestore, then times topCounters through the
 // functions.
 func TopLatency(ctx context.Context, f *Functions, raw *Raw, n, reps int) ([]ReadLatency, error) {
-	hour := windows.Hour.Start(time.Now())
+	hour := windows.UTC.Start(windows.Hour, time.Now())
 	prefix := fmt.Sprintf("load-top-%d", time.Now().UnixNano())
 	bw := raw.Client.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
@@ -97,7 +97,7 @@ func HistoryCost(ctx context.Context, f *Functions, raw *Raw, reps int) ([]ReadL
 	bw := raw.Client.BulkWriter(ctx)
 	for _, g := range []windows.Granularity{windows.Minute, windows.Day} {
 		for i := range windows.DefaultSpan(g) {
-			start := g.Step(g.Start(now), -i)
+			start := windows.UTC.Step(g, windows.UTC.Start(g, now), -i)
 			if _, err := bw.Set(raw.Client.Doc("counters/"+id+"/windows/"+windows.DocID(g, start)), map[string]any{
 				"counter_id": id, "granularity": string(g), "start": start, "count": int64(i + 1), "expire_at": start.Add(4 * 365 * 24 * time.Hour)}); err != nil {
 				return nil, err

@@ -23,7 +23,7 @@ func TestTheCacheReckonsWhatItHolds(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	hour := windows.Hour.Start(time.Now())
+	hour := windows.UTC.Start(windows.Hour, time.Now())
 	for i := range n {
 		id := strings.Repeat("x", 500) + string(rune('a'+i%26)) + strings.Repeat("y", i%100)
 		id += strconv.Itoa(i)

@@ -84,7 +84,7 @@ func (s *Store) rankedBuckets(c counter.Counter, now time.Time) []string {
 	for _, choice := range append([]string{""}, c.Choices...) {
 		for _, g := range windows.All {
 			for _, previous := range []bool{false, true} {
-				names = append(names, s.name(dm.Bucket(c.ID, g.Of(choice), windows.Window(g, now, previous))))
+				names = append(names, s.name(dm.Bucket(c.ID, g.Of(choice), s.opts.Calendar.Window(g, now, previous))))
 			}
 		}
 		if choice != "" {

@@ -39,6 +39,8 @@ type Options struct {
 	// counter its first increment creates, and a join-only kind's counters
 	// are of mode JoinOnly.
 	Kinds counter.Kinds
+	// Calendar says where the buckets a ranking flag is set on begin.
+	Calendar windows.Calendar
 }
 
 // Store is the counter documents of one database, and what this instance

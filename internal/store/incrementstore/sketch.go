@@ -123,8 +123,8 @@ func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, 
 	out := &sketched{}
 	if s.opts.Windows != nil {
 		for _, g := range sketchedGranularities {
-			out.buckets = append(out.buckets, bucketRead{g: g, start: g.Start(now)})
-			names = append(names, s.db.Name(dm.SketchBucket(id, g, g.Start(now), k)))
+			out.buckets = append(out.buckets, bucketRead{g: g, start: s.opts.Calendar.Start(g, now)})
+			names = append(names, s.db.Name(dm.SketchBucket(id, g, s.opts.Calendar.Start(g, now), k)))
 		}
 	}
 	docs, _, err := s.db.GetAll(ctx, names, time.Time{})
@@ -180,7 +180,7 @@ func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched) []*pb.Write
 		fields := map[string]*pb.Value{
 			dm.FieldSketch: fs.BytesValue(bk.write), dm.FieldCounterID: fs.StringValue(b.Counter.ID),
 			dm.FieldGranularity: fs.StringValue(string(bk.g)), dm.FieldStart: fs.TimeValue(bk.start),
-			dm.FieldShard: fs.IntValue(int64(b.Shard)), dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(bk.g, bk.start)),
+			dm.FieldShard: fs.IntValue(int64(b.Shard)), dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(s.opts.Calendar, bk.g, bk.start)),
 		}
 		w := fs.CreateWrite(name, fields)
 		if !bk.version.IsZero() {
@@ -197,7 +197,7 @@ func (s *Store) sketchStarts(now time.Time) []time.Time {
 	var starts []time.Time
 	if s.opts.Windows != nil {
 		for _, g := range sketchedGranularities {
-			starts = append(starts, g.Start(now))
+			starts = append(starts, s.opts.Calendar.Start(g, now))
 		}
 	}
 	return starts

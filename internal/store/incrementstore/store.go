@@ -47,6 +47,8 @@ type Options struct {
 	// Windows keeps a distinct counter's hour and day sketches for so
 	// long after each ends; nil: none (WINDOWS=off).
 	Windows windows.Retention
+	// Calendar says where those hours and days begin.
+	Calendar windows.Calendar
 }
 
 // Counters are the counter documents increments read and create

@@ -17,12 +17,12 @@ import (
 // listed buckets after changes (by choice) at c.AsOf, for the choices
 // that changed. A choice counter keeps peaks from its creation, so a
 // choice's start from nothing.
-func choicesPeaks(c counter.Counter, changes map[string]int64) map[windows.Granularity]windows.Peak {
+func (s *Store) choicesPeaks(c counter.Counter, changes map[string]int64) map[windows.Granularity]windows.Peak {
 	peaks := map[windows.Granularity]windows.Peak{}
 	for choice, n := range changes {
 		for _, g := range windows.Listed {
 			key := g.Of(choice)
-			peaks[key] = c.Peaks[key].Add(key, key.Start(c.AsOf), c.AsOf, n)
+			peaks[key] = c.Peaks[key].Add(s.opts.Calendar, key, s.opts.Calendar.Start(key, c.AsOf), c.AsOf, n)
 		}
 	}
 	return peaks
@@ -41,8 +41,8 @@ func (s *Store) choiceWrites(c counter.Counter, changes map[string]int64, peaks 
 			key, start := g.Of(choice), windows.AllTimeStart
 			fields := map[string]*pb.Value{}
 			if g != windows.AllTime {
-				start = key.Start(c.AsOf)
-				fields[dm.FieldExpireAt] = fs.TimeValue(s.opts.Windows.ExpireAt(key, start))
+				start = s.opts.Calendar.Start(key, c.AsOf)
+				fields[dm.FieldExpireAt] = fs.TimeValue(s.opts.Windows.ExpireAt(s.opts.Calendar, key, start))
 			}
 			if p, ok := peaks[key]; ok {
 				for s, v := range p.Values {

@@ -57,7 +57,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 			c.Momentum = c.Momentum.Add(windows.RisingNow, c.AsOf, r.Change)
 			fields[dm.FieldMomentum] = shared.MomentumValue(c.Momentum)
 		}
-		choicePeaks = choicesPeaks(c, r.Changes)
+		choicePeaks = s.choicesPeaks(c, r.Changes)
 		fields[dm.FieldPeaks] = shared.PeaksValue(merged(next, choicePeaks))
 	}
 	// activity_as_of is in the mask always: without automatic sharding it
@@ -104,16 +104,16 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 		before = map[windows.Granularity]windows.Peak{}
 		names := make([]string, len(windows.Listed))
 		for i, g := range windows.Listed {
-			names[i] = s.db.Name(dm.Bucket(c.ID, g, g.Start(c.AsOf)))
+			names[i] = s.db.Name(dm.Bucket(c.ID, g, s.opts.Calendar.Start(g, c.AsOf)))
 		}
 		docs, _, err := s.db.GetAll(ctx, names, time.Time{})
 		if err != nil {
 			return nil, fs.Classify(err, "read the buckets of "+c.ID)
 		}
 		for i, g := range windows.Listed {
-			start := g.Start(c.AsOf)
+			start := s.opts.Calendar.Start(g, c.AsOf)
 			p := windows.Peak{Start: start}
-			for s := range windows.Slot(g, start, c.AsOf) + 1 { // the slots begun so far
+			for s := range s.opts.Calendar.Slot(g, start, c.AsOf) + 1 { // the slots begun so far
 				p.Values[s] = fs.DocOf(docs[i]).Int(dm.FieldGross)
 			}
 			before[g] = p
@@ -121,7 +121,7 @@ func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map
 	}
 	peaks := map[windows.Granularity]windows.Peak{}
 	for _, g := range windows.Listed {
-		peaks[g] = before[g].Add(g, g.Start(c.AsOf), c.AsOf, change)
+		peaks[g] = before[g].Add(s.opts.Calendar, g, s.opts.Calendar.Start(g, c.AsOf), c.AsOf, change)
 	}
 	return peaks, nil
 }
@@ -140,8 +140,8 @@ func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string
 	}
 	var writes []*pb.Write
 	for _, g := range windows.All {
-		start := g.Start(c.AsOf)
-		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(g, start))}
+		start := s.opts.Calendar.Start(g, c.AsOf)
+		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(s.opts.Calendar, g, start))}
 		var deleted []string
 		if g == windows.Hour && change != 0 {
 			fields[dm.FieldRise] = &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: c.Momentum.Rise(windows.RisingNow)}}

@@ -27,6 +27,8 @@ type Options struct {
 	// Windows keeps the roll-up's changes in minute, hour and day buckets
 	// for so long; nil turns them off (WINDOWS=off).
 	Windows windows.Retention
+	// Calendar says where buckets begin.
+	Calendar windows.Calendar
 	// Remember, when set, is told of a counter document a roll-up wrote
 	// with a new shard count (counterstore.Store.Remember: this instance's
 	// cache holds what it wrote), from when the commit was sent.

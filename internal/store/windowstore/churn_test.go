@@ -34,7 +34,7 @@ func TestChurnCannotEmptyTheTrendingList(t *testing.T) {
 	db := testenv.DB(t, testenv.NewProjectID("churn"))
 	ctx := context.Background()
 	create, rollUp := rollUps(t, db)
-	store := windowstore.New(db)
+	store := windowstore.New(db, windows.UTC)
 
 	hour := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC) // the day's last hour
 	create("likes:real")
@@ -79,8 +79,8 @@ func TestAPeakStartsFromTheGrossOfBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range windows.Listed {
-		if _, err := fs.Doc("counters/likes:old/windows/"+windows.DocID(g, g.Start(hour))).Set(ctx, map[string]any{
-			"counter_id": "likes:old", "granularity": string(g), "start": g.Start(hour), "count": 10, "gross": 50, "ranked": true, "kind": "likes"}); err != nil {
+		if _, err := fs.Doc("counters/likes:old/windows/"+windows.DocID(g, windows.UTC.Start(g, hour))).Set(ctx, map[string]any{
+			"counter_id": "likes:old", "granularity": string(g), "start": windows.UTC.Start(g, hour), "count": 10, "gross": 50, "ranked": true, "kind": "likes"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +96,7 @@ func TestAPeakStartsFromTheGrossOfBefore(t *testing.T) {
 	} {
 		rollUp("likes:old", hour.Add(step.at), step.change)
 		for _, g := range windows.Listed {
-			snap, err := fs.Doc("counters/likes:old/windows/" + windows.DocID(g, g.Start(hour))).Get(ctx)
+			snap, err := fs.Doc("counters/likes:old/windows/" + windows.DocID(g, windows.UTC.Start(g, hour))).Get(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,8 +163,8 @@ func TestARollingDeployKeepsRankingsExact(t *testing.T) {
 	// counter's count.
 	at := hour.Add(20 * time.Minute)
 	for _, g := range windows.All {
-		if _, err := fs.Doc("counters/likes:x/windows/"+windows.DocID(g, g.Start(at))).Set(ctx, map[string]any{
-			"counter_id": "likes:x", "granularity": string(g), "start": g.Start(at), "ranked": true, "kind": "likes",
+		if _, err := fs.Doc("counters/likes:x/windows/"+windows.DocID(g, windows.UTC.Start(g, at))).Set(ctx, map[string]any{
+			"counter_id": "likes:x", "granularity": string(g), "start": windows.UTC.Start(g, at), "ranked": true, "kind": "likes",
 			"count": firestore.Increment(100), "gross": firestore.Increment(100)}, firestore.MergeAll); err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestARollingDeployKeepsRankingsExact(t *testing.T) {
 	rollUp("likes:x", hour.Add(30*time.Minute), -1)
 	rollUp("likes:y", hour.Add(65*time.Minute), 50)
 
-	got, exact, err := windowstore.New(db).RollingTop(ctx, windows.LastHour, hour.Add(75*time.Minute), 10, 10, "likes")
+	got, exact, err := windowstore.New(db, windows.UTC).RollingTop(ctx, windows.LastHour, hour.Add(75*time.Minute), 10, 10, "likes")
 	want := []windows.Ranked{{CounterID: "likes:x", Count: 99}, {CounterID: "likes:y", Count: 50}}
 	if err != nil || !exact || !slices.Equal(got, want) {
 		t.Errorf("last_hour: %v, exact %v, %v; want %v, exact", got, exact, err, want)
@@ -202,7 +202,7 @@ func TestEarlyLikesDoNotHideTheNextHour(t *testing.T) {
 	for i := range 50 {
 		rollUp("likes:real", hour.Add(30*time.Minute+time.Duration(i)*30*time.Second), 1)
 	}
-	got, exact, err := windowstore.New(db).RollingTop(context.Background(), windows.LastHour, hour.Add(80*time.Minute), 10, 10, "likes")
+	got, exact, err := windowstore.New(db, windows.UTC).RollingTop(context.Background(), windows.LastHour, hour.Add(80*time.Minute), 10, 10, "likes")
 	if want := []windows.Ranked{{CounterID: "likes:real", Count: 50}}; err != nil || !exact || !slices.Equal(got, want) {
 		t.Errorf("last_hour at 11:20: %v, exact %v, %v; want %v, exact", got, exact, err, want)
 	}

@@ -25,7 +25,7 @@ import (
 // each. It returns the candidates' number too, and reads at most 4 ×
 // depth documents and 8 × depth aggregations.
 func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error) {
-	current := windows.Hour.Start(now)
+	current := s.cal.Start(windows.Hour, now)
 	ranked, err := s.tops(ctx, windows.Hour, []list{{current, ByRise}, {current, ByCount}, {current.Add(-time.Hour), ByRise}, {current.Add(-time.Hour), ByCount}}, depth, kind)
 	if err != nil {
 		return nil, 0, err

@@ -23,7 +23,7 @@ import (
 func TestRisingRanksAJumpOverASteadyGiant(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("rising"))
-	store := windowstore.New(db)
+	store := windowstore.New(db, windows.UTC)
 	fs := testenv.Firestore(t, db.ProjectID())
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 10, 25, 30, 0, time.UTC)
@@ -38,13 +38,13 @@ func TestRisingRanksAJumpOverASteadyGiant(t *testing.T) {
 	}
 	for _, c := range counters {
 		for h := 1; h <= 26; h++ { // the day before, and more (outside the baseline)
-			start := windows.Hour.Start(now).Add(-time.Duration(h) * time.Hour)
+			start := windows.UTC.Start(windows.Hour, now).Add(-time.Duration(h) * time.Hour)
 			if c.perHour > 0 && h > 1 {
 				put(fs, batch, c.id, "r", windows.Hour, start, c.perHour, nil)
 			}
 		}
-		rise := windows.Momentum{Hour: windows.Hour.Start(now), Count: c.lastH, Rate: float64(c.perHour), Weight: 1}.Rise(windows.RisingNow)
-		put(fs, batch, c.id, "r", windows.Hour, windows.Hour.Start(now), c.lastH, map[string]int64{"rise": int64(math.Round(rise))})
+		rise := windows.Momentum{Hour: windows.UTC.Start(windows.Hour, now), Count: c.lastH, Rate: float64(c.perHour), Weight: 1}.Rise(windows.RisingNow)
+		put(fs, batch, c.id, "r", windows.Hour, windows.UTC.Start(windows.Hour, now), c.lastH, map[string]int64{"rise": int64(math.Round(rise))})
 		put(fs, batch, c.id, "r", windows.Minute, now.Add(-10*time.Minute).Truncate(time.Minute), c.lastH, nil)
 	}
 	batch.End()

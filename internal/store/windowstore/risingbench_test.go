@@ -28,7 +28,7 @@ func TestRisingOverAMonthOf1000Counters(t *testing.T) {
 		t.Skip("with -rising-bench")
 	}
 	db := testenv.DB(t, testenv.NewProjectID("risingbench"))
-	store, fs := windowstore.New(db), testenv.Firestore(t, db.ProjectID())
+	store, fs := windowstore.New(db, windows.UTC), testenv.Firestore(t, db.ProjectID())
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 10, 25, 30, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -39,7 +39,7 @@ func TestRisingOverAMonthOf1000Counters(t *testing.T) {
 		rate := 1 + rng.Float64()*200
 		m := windows.Momentum{}
 		for h := 30 * 24; h >= 1; h-- {
-			start := windows.Hour.Start(now).Add(-time.Duration(h) * time.Hour)
+			start := windows.UTC.Start(windows.Hour, now).Add(-time.Duration(h) * time.Hour)
 			n := int64(rate * (0.8 + 0.4*rng.Float64()))
 			m = m.Add(windows.RisingNow, start.Add(30*time.Minute), n)
 			if h <= 25 { // what rising reads of a month: the day before the last hour, whose rise holds the rest
@@ -51,7 +51,7 @@ func TestRisingOverAMonthOf1000Counters(t *testing.T) {
 			last, jumpers[id] = int64(rate*6)+20, true
 		}
 		m = m.Add(windows.RisingNow, now, last)
-		put(fs, batch, id, "m", windows.Hour, windows.Hour.Start(now), last, map[string]int64{"rise": int64(math.Round(m.Rise(windows.RisingNow)))})
+		put(fs, batch, id, "m", windows.Hour, windows.UTC.Start(windows.Hour, now), last, map[string]int64{"rise": int64(math.Round(m.Rise(windows.RisingNow)))})
 		put(fs, batch, id, "m", windows.Minute, now.Add(-5*time.Minute).Truncate(time.Minute), last, nil)
 	}
 	batch.End()

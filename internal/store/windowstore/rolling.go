@@ -32,13 +32,13 @@ import (
 // outranks is in, and a deeper round may settle the rest. It reads at
 // most 3 × depth documents and as many aggregations.
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
-	current := r.List.Start(now)
-	previous := r.List.Start(r.From(now)) // the bucket the window starts in (never two back: no day is shorter than its 23 hours before the current one)
+	current := s.cal.Start(r.List, now)
+	previous := s.cal.Start(r.List, r.From(now)) // the bucket the window starts in (never two back: no day is shorter than its 23 hours before the current one)
 	if !previous.Before(current) {
-		previous = r.List.Step(current, -1) // it starts in the current one: the previous holds none of it, and its lists are skipped
+		previous = s.cal.Step(r.List, current, -1) // it starts in the current one: the previous holds none of it, and its lists are skipped
 	}
 	lists := []list{{current, ByCount}}
-	if slot := windows.Slot(r.List, previous, r.From(now)); slot < windows.PeakSlots {
+	if slot := s.cal.Slot(r.List, previous, r.From(now)); slot < windows.PeakSlots {
 		lists = append(lists, list{previous, ByPeak(slot)}, list{previous, ByGross})
 	}
 	ranked, err := s.tops(ctx, r.List, lists, depth, kind)

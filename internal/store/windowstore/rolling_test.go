@@ -26,7 +26,7 @@ import (
 func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("rolling"))
-	store := windowstore.New(db)
+	store := windowstore.New(db, windows.UTC)
 	fs := testenv.Firestore(t, db.ProjectID())
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 10, 25, 30, 0, time.UTC)
@@ -43,7 +43,7 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 			hours := map[time.Time][2]int64{} // count, gross
 			peaks := map[time.Time]windows.Peak{}
 			for m := 119; m >= 0; m-- { // oldest first, as roll-ups come
-				start := windows.Minute.Start(now).Add(-time.Duration(m) * time.Minute)
+				start := windows.UTC.Start(windows.Minute, now).Add(-time.Duration(m) * time.Minute)
 				if rng.IntN(3) != 0 {
 					continue
 				}
@@ -53,7 +53,7 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 					// much unliked before it: nothing this hour, a previous
 					// hour that counts little, yet the window's top.
 					switch {
-					case !start.Before(windows.Hour.Start(now)):
+					case !start.Before(windows.UTC.Start(windows.Hour, now)):
 						continue
 					case start.Before(from):
 						change = -20
@@ -65,10 +65,10 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 				if !start.Before(from) {
 					truth[id] += change
 				}
-				h := windows.Hour.Start(start)
+				h := windows.UTC.Start(windows.Hour, start)
 				hc := hours[h]
 				hours[h] = [2]int64{hc[0] + change, hc[1] + max(change, 0)}
-				peaks[h] = peaks[h].Add(windows.Hour, h, start, change)
+				peaks[h] = peaks[h].Add(windows.UTC, windows.Hour, h, start, change)
 			}
 			for h, hc := range hours {
 				bounds := map[string]int64{"gross": hc[1]}

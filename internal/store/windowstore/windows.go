@@ -16,10 +16,13 @@ import (
 )
 
 // Store reads the buckets of one database.
-type Store struct{ db *fs.DB }
+type Store struct {
+	db  *fs.DB
+	cal windows.Calendar
+}
 
-// New returns the store on db.
-func New(db *fs.DB) *Store { return &Store{db: db} }
+// New returns the store on db, whose buckets begin as cal says.
+func New(db *fs.DB, cal windows.Calendar) *Store { return &Store{db: db, cal: cal} }
 
 // HistoryQuery is History's query: counter id's buckets of g from first
 // to last.
