@@ -15,7 +15,9 @@ import (
 type Incremented struct {
 	CounterID string `json:"counter_id"`
 	Delta     int64  `json:"delta"`
-	Replayed  bool   `json:"replayed,omitempty"`
+	// Shard is the shard written; nil when none was (a like of a member).
+	Shard    *int `json:"shard,omitempty"`
+	Replayed bool `json:"replayed,omitempty"`
 	// Member and Changed, on a unique counter: whether the user is a
 	// member now, and whether this call made it so.
 	Member  *bool `json:"member,omitempty"`
@@ -159,11 +161,15 @@ func (c *Client) Create(ctx context.Context, id string, opts *CreateOptions) (Cr
 
 // Counter is getCounter's answer.
 type Counter struct {
-	CounterID string `json:"counter_id"`
-	Count     int64  `json:"count"`
-	AsOf      string `json:"as_of"`
-	NumShards int    `json:"num_shards"`
-	Unique    bool   `json:"unique,omitempty"`
+	CounterID   string `json:"counter_id"`
+	Count       int64  `json:"count"`
+	AsOf        string `json:"as_of"`
+	NumShards   int    `json:"num_shards"`
+	Consistency string `json:"consistency"`
+	Unique      bool   `json:"unique,omitempty"`
+	// Member: whether the caller is a member of a unique counter (the
+	// client's own identity's: an admin's backend is seldom one).
+	Member *bool `json:"member,omitempty"`
 	// Counts are a choice counter's members by choice; Choice the
 	// caller's own.
 	Counts map[string]int64 `json:"counts,omitempty"`
@@ -172,6 +178,25 @@ type Counter struct {
 	// StandardError.
 	Estimate      bool    `json:"estimate,omitempty"`
 	StandardError float64 `json:"standard_error,omitempty"`
+	// Reshard is the last change of the shard count (eventual reads).
+	Reshard *struct {
+		From       int    `json:"from"`
+		To         int    `json:"to"`
+		At         string `json:"at"`
+		Merging    bool   `json:"merging"`
+		MergeUntil string `json:"merge_until,omitempty"`
+		MergedAt   string `json:"merged_at,omitempty"`
+	} `json:"reshard,omitempty"`
+	// Window and From: the days a distinct counter's Count estimates
+	// the members of (a read with a window).
+	Window string `json:"window,omitempty"`
+	From   string `json:"from,omitempty"`
+	// History is each bucket's count, oldest first (a read with history).
+	History []struct {
+		Start  string           `json:"start"`
+		Count  int64            `json:"count"`
+		Counts map[string]int64 `json:"counts,omitempty"`
+	} `json:"history,omitempty"`
 }
 
 // Get reads counter id: the roll-up's total, or with strong its exact
@@ -236,6 +261,7 @@ type Members struct {
 	Members []struct {
 		UID      string `json:"uid"`
 		JoinedAt string `json:"joined_at"`
+		Choice   string `json:"choice,omitempty"` // a choice counter's member's
 	} `json:"members"`
 	NextPageToken string `json:"next_page_token,omitempty"`
 }

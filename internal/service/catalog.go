@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/datamodel"
-	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/reconcile"
 )
 
 // Kind is how a function is triggered.
@@ -102,7 +103,7 @@ type Spec struct {
 	EventType string
 	Document  string
 
-	http  func(*app, context.Context, *httpapi.Request) (int, any, error)
+	http  endpoint
 	event func(*app, context.Context, event.Event) error
 }
 
@@ -118,7 +119,8 @@ const (
 // Catalog lists every function, in deployment order.
 var Catalog = []Spec{
 	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).CreateCounter, http.StatusCreated)},
-	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: incrementCounter},
+	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: endpoint{handle: incrementCounter, in: reflect.TypeFor[core.IncrementCounterRequest](),
+		out: []reflect.Type{reflect.TypeFor[core.IncrementCounterResponse](), reflect.TypeFor[IncrementListResponse]()}}},
 	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).GetCounter, http.StatusOK)},
 	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ReshardCounter, http.StatusOK)},
 	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ResetCounter, http.StatusOK)},
@@ -129,7 +131,8 @@ var Catalog = []Spec{
 	{Name: "eraseMember", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).EraseMember, http.StatusOK)},
 	{Name: "topCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).TopCounters, http.StatusOK)},
 	{Name: "rollupCounter", Group: Counters, Kind: FirestoreTrigger, Access: Private, EventType: WrittenEvent, Document: datamodel.ShardDocument, event: (*app).rollupCounter},
-	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: reconcileCounters},
+	{Name: "reconcileCounters", Group: Counters, Kind: HTTPTrigger, Access: Private, Method: http.MethodPost, MaxBody: smallBody, LongRunning: true, http: endpoint{handle: reconcileCounters,
+		in: reflect.TypeFor[reconcile.ReconcileRequest](), out: []reflect.Type{reflect.TypeFor[reconcile.ReconcileResponse]()}}},
 	{Name: "recordInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: call((*core.Core).RecordInstruments, http.StatusCreated)},
 	{Name: "queryInstruments", Group: Instruments, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, SignsPageTokens: true, http: call((*core.Core).QueryInstruments, http.StatusOK)},
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"net/http"
+	"reflect"
 
 	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/errs"
@@ -16,9 +17,19 @@ import (
 
 type handler = func(*app, context.Context, *httpapi.Request) (int, any, error)
 
+// endpoint is an HTTP function's handler, and its wire contract: the type
+// of its request's data and those of its answers, which the web client's
+// types (client/web/src/wire.ts), the Go client and docs/reference/api.md
+// are held to (wire_test.go).
+type endpoint struct {
+	handle handler
+	in     reflect.Type
+	out    []reflect.Type
+}
+
 // call is the glue of a core function that answers status.
-func call[In, Out any](f func(*core.Core, context.Context, core.Caller, In) (Out, error), status int) handler {
-	return func(a *app, ctx context.Context, req *httpapi.Request) (int, any, error) {
+func call[In, Out any](f func(*core.Core, context.Context, core.Caller, In) (Out, error), status int) endpoint {
+	return endpoint{in: reflect.TypeFor[In](), out: []reflect.Type{reflect.TypeFor[Out]()}, handle: func(a *app, ctx context.Context, req *httpapi.Request) (int, any, error) {
 		var in In
 		if err := req.Decode(&in); err != nil {
 			return 0, nil, err
@@ -28,7 +39,7 @@ func call[In, Out any](f func(*core.Core, context.Context, core.Caller, In) (Out
 			return 0, nil, err
 		}
 		return status, out, nil
-	}
+	}}
 }
 
 // callerOf is who sent req, as the edge identified them.

@@ -250,7 +250,7 @@ func (s *Server) Handle(ctx context.Context, req *httpapi.Request) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return specs[req.Function].http(a, ctx, req)
+	return specs[req.Function].http.handle(a, ctx, req)
 }
 
 // get returns the app, building it on first use.

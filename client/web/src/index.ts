@@ -22,6 +22,7 @@ import {
   collectionGroup, doc, getDocs, limit, onSnapshot, orderBy, query, startAfter, where,
   type DocumentData, type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
 } from "firebase/firestore";
+import type * as wire from "./wire";
 
 export interface ShardcountOptions {
   functions: Functions;
@@ -97,10 +98,9 @@ export interface CountSnapshot {
 export type Granularity = "minute" | "hour" | "day";
 export type Window = Granularity | "last_hour" | "last_day" | "all" | "rising";
 
-export interface Ranking {
+/** topCounters' answer (wire.TopCountersResponse, its window one of Window). */
+export interface Ranking extends wire.TopCountersResponse {
   window: Window;
-  kind?: string;
-  start?: string;
   /**
    * For a rolling window: no other counter can rank among these. When
    * false (rare), `counters` holds only those sure of their place, highest
@@ -108,9 +108,9 @@ export interface Ranking {
    */
   exact?: boolean;
   /** Of window "rising": what it scored with. */
-  rising?: { prior: number; baseline_hours: number; candidates: number };
+  rising?: wire.RisingParameters;
   /** Of "rising": count is the last 60 minutes', baseline_per_hour the mean per hour before, score how far above it. */
-  counters: { counter_id: string; count: number; baseline_per_hour?: number; score?: number }[];
+  counters: wire.RankedCounter[];
 }
 
 /** One of a user's memberships ("my likes"), newest first. */
@@ -205,7 +205,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     }
   }
 
-  type Changed = { delta: number; replayed?: boolean; member?: boolean; changed?: boolean; choice?: string; previous?: string };
+  type Changed = wire.IncrementCounterResponse;
 
   // keyedChange sends one change of a counter (a delta, or a choice) with
   // one key for every attempt; a failure carries the key.
@@ -272,13 +272,13 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       return page.docs.map((d) => ({ counterId: String(d.get("counter_id")), joinedAt: d.get("joined_at")?.toDate?.() ?? null, cursor: d }));
     },
     async history(counterId, granularity, range) {
-      const out = await call<{ history: { start: string; count: number; counts?: Record<string, number> }[] }>("getCounter", {
+      const out = await call<wire.GetCounterResponse>("getCounter", {
         counter_id: counterId,
         history: granularity,
         ...(range?.from ? { from: range.from.toISOString() } : {}),
         ...(range?.to ? { to: range.to.toISOString() } : {}),
       });
-      return out.history.map((p) => ({ start: new Date(p.start), count: p.count, ...(p.counts ? { counts: p.counts } : {}) }));
+      return (out.history ?? []).map((p) => ({ start: new Date(p.start), count: p.count, ...(p.counts ? { counts: p.counts } : {}) }));
     },
     top(window, options = {}) {
       return call<Ranking>("topCounters", { window, ...options });
