@@ -70,6 +70,11 @@ func (b CreateCounterRequest) counterToCreate(maxShards int) (counter.Counter, e
 	return c, nil
 }
 
+// CreateCounter creates a counter: an admin's (any shards, ranked unless
+// it says not), an end user's with USER_CREATE=on (owned by them, up to
+// USER_MAX_SHARDS, never ranked), or, for an admin, one of a kind ahead of
+// its first use. With no num_shards the heuristic picks them from
+// followers_count and post_type; with no id, one is generated.
 func (core *Core) CreateCounter(ctx context.Context, caller Caller, body CreateCounterRequest) (CreateCounterResponse, error) {
 	if kind, ok := core.cfg.Kinds.Of(deref(body.CounterID)); ok {
 		return core.createOfKind(ctx, caller, body, kind)

@@ -79,6 +79,9 @@ func (q QueryInstrumentsRequest) validate() (field, value string, limit int, tok
 	return field, value, limit, token, nil
 }
 
+// QueryInstruments pages through the instruments whose field equals value,
+// newest first, for a token of query: one "in" query per chunk of shard
+// values, merged by timestamp (internal/shardedts), its page token signed.
 func (core *Core) QueryInstruments(ctx context.Context, caller Caller, body QueryInstrumentsRequest) (QueryInstrumentsResponse, error) {
 	field, value, limit, token, err := body.validate()
 	if err != nil {

@@ -23,6 +23,10 @@ type DeleteCounterResponse struct {
 	ReusableAfter string `json:"reusable_after"`
 }
 
+// DeleteCounter deletes a counter, for its owner and admins: a tombstone
+// at once (404 from every instance within SHARD_COUNT_CACHE), and
+// everything under it purged, the id free again after reusable_after
+// (docs/design/lifecycle.md). Deleting it again answers the same.
 func (core *Core) DeleteCounter(ctx context.Context, caller Caller, body DeleteCounterRequest) (DeleteCounterResponse, error) {
 	id, err := requiredCounterID(body.CounterID)
 	if err != nil {
@@ -56,6 +60,8 @@ type ResetCounterResponse struct {
 	AsOf      string `json:"as_of"`
 }
 
+// ResetCounter sets a plain counter's value as of a read time, for its
+// owner and admins: increments committed after it count on top.
 func (core *Core) ResetCounter(ctx context.Context, caller Caller, body ResetCounterRequest) (ResetCounterResponse, error) {
 	id, err := requiredCounterID(body.CounterID)
 	if err != nil {
@@ -116,6 +122,8 @@ func limitOf(limit *int64, def int) (int, error) {
 	return int(*limit), nil
 }
 
+// ListCounters pages through counters by id: the caller's own, an
+// owner's (an admin may name any), or, for an admin, all of them.
 func (core *Core) ListCounters(ctx context.Context, caller Caller, body ListCountersRequest) (ListCountersResponse, error) {
 	limit, err := limitOf(body.Limit, 20)
 	if err != nil {

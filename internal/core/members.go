@@ -30,7 +30,7 @@ type ListedMember struct {
 	Choice   string `json:"choice,omitempty"` // of a choice counter's member
 }
 
-// listMembers pages through a unique counter's members: for its owner and
+// ListMembers pages through a unique counter's members: for its owner and
 // admins (a counter of a kind has no owner: admins, an app's backend).
 func (core *Core) ListMembers(ctx context.Context, caller Caller, body ListMembersRequest) (ListMembersResponse, error) {
 	ctx = ledger.WithLabel(ctx, "read")

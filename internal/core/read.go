@@ -151,6 +151,10 @@ func (r GetCounterRequest) validate(cal windows.Calendar, now time.Time) (id, co
 // the longest (windows.MaxBuckets) ten, the default burst.
 const historyBuckets = 100
 
+// GetCounter reads a counter: the roll-up's total (eventual), or the sum of
+// its shards now (strong), with what its mode tells its reader
+// (modes.go), and its history by minute, hour or day, or a distinct
+// counter's window of days. Each read is paid from its budget first.
 func (core *Core) GetCounter(ctx context.Context, caller Caller, body GetCounterRequest) (GetCounterResponse, error) {
 	ctx = ledger.WithLabel(ctx, "read")
 	id, consistency, h, err := body.validate(core.cfg.Calendar, core.now())

@@ -28,6 +28,10 @@ type ReshardCounterResponse struct {
 	ShardsMerged int `json:"shards_merged"`
 }
 
+// ReshardCounter changes a live counter's shard count, for its owner (up
+// to USER_MAX_SHARDS, for one an end user created) and admins: growing at
+// once, shrinking by merging the shards beyond, with no increment lost
+// (docs/design/resharding.md).
 func (core *Core) ReshardCounter(ctx context.Context, caller Caller, body ReshardCounterRequest) (ReshardCounterResponse, error) {
 	id, err := requiredCounterID(body.CounterID)
 	if err != nil {

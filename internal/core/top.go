@@ -81,6 +81,10 @@ type RankedCounter struct {
 
 var rollingWindows = map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}
 
+// TopCounters ranks the ranked counters (of one kind, or by one choice of
+// a choice kind) by their count in a window: the current or previous
+// minute, hour or day, the last 60 minutes or 24 hours (rolling), by
+// total, or what is rising now.
 func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCountersRequest) (TopCountersResponse, error) {
 	ctx = ledger.WithLabel(ctx, "read")
 	limit, err := limitOf(body.Limit, 10)
