@@ -192,8 +192,14 @@ func TestModesRefuseWhatTheyCannotDo(t *testing.T) {
 		do   func() error
 		code string
 	}{
-		{"a reset of a plain counter", func() error { _, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("views:p3")}); return err }, ""},
-		{"a reset of a unique one", func() error { _, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("likes:p3")}); return err }, "INVALID_ARGUMENT"},
+		{"a reset of a plain counter", func() error {
+			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("views:p3")})
+			return err
+		}, ""},
+		{"a reset of a unique one", func() error {
+			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("likes:p3")})
+			return err
+		}, "INVALID_ARGUMENT"},
 		{"a reset of a distinct one", func() error {
 			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("watchers:p3")})
 			return err
@@ -202,8 +208,14 @@ func TestModesRefuseWhatTheyCannotDo(t *testing.T) {
 			_, err := m.ReshardCounter(ctx, admin, ReshardCounterRequest{CounterID: ptr("watchers:p3"), NumShards: ptr[int64](4)})
 			return err
 		}, "INVALID_ARGUMENT"},
-		{"members of a plain counter", func() error { _, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("views:p3")}); return err }, "INVALID_ARGUMENT"},
-		{"members of a unique one", func() error { _, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("likes:p3")}); return err }, ""},
+		{"members of a plain counter", func() error {
+			_, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("views:p3")})
+			return err
+		}, "INVALID_ARGUMENT"},
+		{"members of a unique one", func() error {
+			_, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("likes:p3")})
+			return err
+		}, ""},
 		{"a distinct counter's minutes", func() error {
 			_, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("watchers:p3"), History: ptr("minute")})
 			return err
@@ -229,7 +241,9 @@ func TestModesRefuseWhatTheyCannotDo(t *testing.T) {
 func TestNothingIsReadBeforeItIsPaid(t *testing.T) {
 	m := newMemCore(t, map[string]string{"RATE_LIMITS": "read=1:1,increment=1:1", "ADDRESS_RATE_LIMITS": "read=0:1,increment=0:1"})
 	ctx := context.Background()
-	reads := func() int64 { return m.db.Stats()["read"].Reads + m.db.Stats()["increment"].Reads + m.db.Stats()["other"].Reads }
+	reads := func() int64 {
+		return m.db.Stats()["read"].Reads + m.db.Stats()["increment"].Reads + m.db.Stats()["other"].Reads
+	}
 	for _, tc := range []struct {
 		name string
 		do   func(context.Context) error
