@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
+	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 )
 
@@ -161,8 +162,7 @@ func erasureCursor(token, uid string) (erasure, error) {
 	}
 	e := erasure{began: began, since: since}
 	if f[3] != "" {
-		parts := strings.Split(f[3], "/")
-		if len(parts)%2 != 0 || len(parts) < 2 || parts[len(parts)-2] != "members" || parts[len(parts)-1] != uid || slices.Contains(parts, "") {
+		if !dm.IsMembership(f[3], uid) {
 			return erasure{}, bad
 		}
 		e.after = counter.Membership{Path: f[3], JoinedAt: at}

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,9 +180,20 @@ func FieldPeak(s int) string { return FieldPeakPrefix + strconv.Itoa(s) }
 // "" when path is no such document (an app's own collection named
 // members).
 func CounterOfMember(path, uid string) string {
+	if !IsMembership(path, uid) {
+		return ""
+	}
 	parts := strings.Split(path, "/")
-	if len(parts) != 4 || parts[0] != Counters || parts[2] != Members || parts[3] != uid {
+	if len(parts) != 4 || parts[0] != Counters {
 		return ""
 	}
 	return parts[1]
+}
+
+// IsMembership reports whether path is a document of uid in a collection
+// named members, anywhere (what the collection-group query of a user's
+// memberships finds: a counter's, or an app's own).
+func IsMembership(path, uid string) bool {
+	parts := strings.Split(path, "/")
+	return len(parts)%2 == 0 && parts[len(parts)-2] == Members && parts[len(parts)-1] == uid && !slices.Contains(parts, "")
 }
