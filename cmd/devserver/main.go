@@ -3,7 +3,7 @@
 // FUNCTION_TARGET is set, plus /{project}/{region}/<name> for the Firebase
 // SDKs' connectFunctionsEmulator. scripts/dev.sh starts it next to the
 // emulators; configure it with the same environment variables as the
-// deployed functions (README "Settings").
+// deployed functions (docs/reference/settings.md).
 //
 // It serves the same handlers functions-framework serves when deployed
 // (service.Server), from an http.Server of its own: funcframework.Start

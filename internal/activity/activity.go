@@ -6,8 +6,9 @@
 // A marker is the counter's document in the activity collection, with a
 // time and a random shard value (sharded timestamps, so the index takes
 // one range of writes per shard value and is no hotspot). An increment's
-// commit writes it when its instance has not marked the counter for a
-// cadence: at most one write per active counter per cadence per instance,
+// commit writes it when its instance has not marked the counter for
+// ActivityEvery (ten roll-up cadences): at most one write per active
+// counter per ActivityEvery per instance,
 // in a commit that happens anyway. A deletion marks its counter at
 // purge_after and a shrink at merge_until: when there is work to finish.
 //
@@ -47,7 +48,7 @@ type Marker struct {
 	At time.Time
 }
 
-// Source is the activity index (internal/firestoredb's Rollups).
+// Source is the activity index (internal/store/rollupstore's markers).
 type Source interface {
 	// Markers returns up to limit markers after the cursor with a time
 	// at or before until, oldest first, and whether there are more.

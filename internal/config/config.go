@@ -3,7 +3,7 @@
 //
 // Settings is the one declaration of each setting: its name, default,
 // documentation, how deployments pass it, and how it is parsed into Config.
-// FromEnv, the README's settings table (checked by a test) and the deploy
+// FromEnv, docs/reference/settings.md's table (checked by a test) and the deploy
 // plan (cmd/deployplan) all read it.
 //
 // It is a table rather than struct tags for a library such as
@@ -409,7 +409,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 // may run.
 const MaxEventTimeout = 540 * time.Second
 
-// MarkdownTable renders Settings as the README's table.
+// MarkdownTable renders Settings as docs/reference/settings.md's table.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| name | default | meaning |\n|---|---|---|\n")

@@ -135,8 +135,8 @@ type Metrics interface {
 
 // Options are what the core is given beside its stores.
 type Options struct {
-	// Now is the core's clock (nil: time.Now): the simulation's instances
-	// each have one.
+	// Now is the core's clock (nil: time.Now; the service's Deps.Now):
+	// the core's own tests give it theirs.
 	Now func() time.Time
 	// Metrics counts what the core does (nil: nothing).
 	Metrics Metrics

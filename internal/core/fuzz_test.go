@@ -17,8 +17,8 @@ import (
 // function. No input may panic, and every rejection must be a client error
 // (4xx): a 5xx would mean a bad request reached code that trusts it. Seed
 // corpora live in testdata/fuzz; `go test` replays them, and
-// `go test -fuzz=<target> ./internal/core` explores further (README
-// "Security").
+// `go test -fuzz=<target> ./internal/core` explores further (docs/security.md,
+// "Fuzzing").
 
 func clientError(t *testing.T, err error) {
 	t.Helper()

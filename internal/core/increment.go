@@ -127,7 +127,8 @@ func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body Incr
 	return nil, core.increment(ctx, caller, body.Increments, nil, true), nil
 }
 
-// authorized is a counter as one request read it, and what it paid.
+// authorized is a counter as one request read it, and until when that
+// read may be used.
 type authorized struct {
 	c     counter.Counter
 	fresh time.Time

@@ -34,7 +34,7 @@ const (
 	// CheckedZone is how close to ±MaxCount a counter's known value must be
 	// for each increment commit to sum its shards first: nearer, the bound
 	// is checked against the exact value; further, against what the
-	// instance knows (see firestoredb's Apply).
+	// instance knows (see internal/store/incrementstore's bound.go).
 	CheckedZone = 1 << 50
 	// MaxReset bounds the value a reset sets, either way. A reset moves a
 	// counter by any amount in one commit, which the other instances'
@@ -113,7 +113,7 @@ type Counter struct {
 	MemberKinds bool
 	// ResetAt is the time of the last reset, if any: every reset changes
 	// the document, so two resets read at the same version cannot both
-	// commit (see Counters.Reset).
+	// commit (see incrementstore.Store.Reset).
 	ResetAt time.Time
 	// Deleted is set on the document of a deleted counter (a tombstone)
 	// until everything under it is gone.

@@ -104,9 +104,9 @@ const (
 	FieldGross       = "gross" // of buckets written before peak: the sum of the changes that added
 
 	// Of a counter document: the running peak of its current hour and day
-	// buckets, {granularity: {start, value}}.
+	// buckets, {granularity: {start, peak_0, …, peak_5}}.
 	FieldPeaks = "peaks"
-	// FieldMomentum, of a counter document: {hour, count, rate}, what
+	// FieldMomentum, of a counter document: {hour, count, rate, weight}, what
 	// rising finds it by (windows.Momentum); FieldRise, of an hour's
 	// bucket, its rise then.
 	FieldMomentum = "momentum"

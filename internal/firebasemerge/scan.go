@@ -5,10 +5,7 @@ import (
 	"strings"
 )
 
-// scan reads a rules file as the rules language does, comments and
-// strings skipped and braces counted: its match statements with the paths
-// of the ones around them, their allow statements, and the block's marker
-// lines where they are real comments, with the scope they are in.
+// scanned is a rules file as scan reads it.
 type scanned struct {
 	matches []match
 	markers []marker
@@ -37,6 +34,10 @@ var wildcard = regexp.MustCompile(`^\{\w+(=\*\*)?\}`)
 // allowStatement is an allow statement's condition, from after "allow".
 var allowStatement = regexp.MustCompile(`^[\w\s,]*?(?::\s*if\s+([^;]*))?;`)
 
+// scan reads a rules file as the rules language does, comments and
+// strings skipped and braces counted: its match statements with the paths
+// of the ones around them, their allow statements, and the block's marker
+// lines where they are real comments, with the scope they are in.
 func scan(rules string) scanned {
 	var out scanned
 	type open struct {

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// Firestore is the one narrow interface the counters store talks to
+// Firestore is the one narrow interface the stores talk to
 // Firestore through: five calls of the Firestore API, in its own protobuf
 // types, each one round trip, a stream's messages collected. The gRPC
 // client serves it in production and against the emulator; the model of

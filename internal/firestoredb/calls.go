@@ -97,8 +97,8 @@ func (db *DB) Query(ctx context.Context, q firestore.Query) ([]*pb.Document, err
 }
 
 // Snapshots runs a query through the high-level client, which the
-// instruments example's sharded timestamps page with; the counters store
-// queries through Firestore (query).
+// instruments example's sharded timestamps page with; the counters' stores
+// query through Firestore (query).
 func (db *DB) Snapshots(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
 	docs, err := q.Documents(ctx).GetAll()
 	db.read(ctx, max(1, len(docs)))

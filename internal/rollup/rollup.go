@@ -55,7 +55,8 @@ import (
 	"github.com/shardcount/shardcount/internal/sizedlru"
 )
 
-// Store is the storage the roll-up runs on (firestoredb.Counters). Its
+// Store is the storage the roll-up runs on (the service's reconcileStores:
+// counterstore, memberstore and rollupstore together). Its
 // errors are classified: errs UNAVAILABLE means a retry may help, NOT_FOUND
 // that the counter is gone.
 type Store interface {

@@ -74,7 +74,7 @@ type app struct {
 
 // New returns a Server configured by getenv (usually os.Getenv). When
 // deployed it reads its settings at once, and logs every one it refuses
-// (README "Settings"); StartupError then reports them. Locally a refused
+// (docs/reference/settings.md); StartupError then reports them. Locally a refused
 // setting answers 503 instead, with the same log line.
 func New(getenv func(string) string) *Server { return NewWith(getenv, Deps{}) }
 

@@ -104,9 +104,8 @@ func TestEventsThatAreNotUsableAre4xx(t *testing.T) {
 	}
 }
 
-// TestOnlyPageTokenSignersNeedTheSecret: deployed, queryInstruments refuses
-// to start without PAGE_TOKEN_SECRET (its tokens could be forged), while a
-// counters function, which signs none, starts without it.
+// TestConsumingWithoutAppCheckIsRefused: APP_CHECK_CONSUME consumes App
+// Check tokens, which APP_CHECK=off would not check.
 func TestConsumingWithoutAppCheckIsRefused(t *testing.T) {
 	s := serverWith(map[string]string{"APP_CHECK_CONSUME": "incrementCounter", "K_SERVICE": "incrementcounter", "FUNCTION_TARGET": "incrementCounter", "GOOGLE_CLOUD_PROJECT": "p"})
 	if err := s.StartupError(); err == nil || !strings.Contains(err.Error(), "APP_CHECK=off") {
@@ -114,6 +113,9 @@ func TestConsumingWithoutAppCheckIsRefused(t *testing.T) {
 	}
 }
 
+// TestOnlyPageTokenSignersNeedTheSecret: deployed, queryInstruments refuses
+// to start without PAGE_TOKEN_SECRET (its tokens could be forged), while a
+// counters function, which signs none, starts without it.
 func TestOnlyPageTokenSignersNeedTheSecret(t *testing.T) {
 	deployed := func(target string) *Server {
 		return serverWith(map[string]string{"K_SERVICE": strings.ToLower(target), "FUNCTION_TARGET": target, "GOOGLE_CLOUD_PROJECT": "p"})

@@ -144,7 +144,8 @@ func TestMomentumFindsAJump(t *testing.T) {
 	}
 }
 
-// TestEveryZonesDays: in every zone of tzdata, over six years, each day
+// TestEveryZonesDays: in eleven zones of tzdata (those whose days are
+// odd: midnight skipped, half hours, a day dropped), over six years, each day
 // starts where the day before ends, lasts 22 to 26 hours, and holds the
 // instants it starts; where the clocks go forward at midnight (Santiago),
 // the day starts when they do.

@@ -1,4 +1,4 @@
-// Package load drives counters and instruments with many concurrent
+// Package loadtest drives counters and instruments with many concurrent
 // requests and measures what users care about: throughput, latency
 // percentiles, errors, whether the totals are exact, and how long the
 // roll-up takes to catch up. cmd/loadgen is its command line.

@@ -28,7 +28,7 @@ func (s *Strider) User(worker int) int {
 	return u
 }
 
-// tap does one user action as an app does: sent once, or a fifth of the
+// Tap does one user action as an app does: sent once, or a fifth of the
 // time twice (a double tap: the second, with a key of its own, changes
 // nothing), each send retried with its key until its answer is definite.
 // It returns the last answer.

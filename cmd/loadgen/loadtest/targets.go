@@ -79,7 +79,7 @@ func (f *Functions) Do(ctx context.Context, method, fn, query string, body any, 
 	return f.DoAs(ctx, f.Bases[rand.IntN(len(f.Bases))], f.token(), method, fn, query, body, out)
 }
 
-// doAs calls fn on the server at base, as the holder of token.
+// DoAs calls fn on the server at base, as the holder of token.
 func (f *Functions) DoAs(ctx context.Context, base, token, method, fn, query string, body any, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {

@@ -127,7 +127,7 @@ func HistoryCost(ctx context.Context, f *Functions, raw *Raw, reps int) ([]ReadL
 	return out, nil
 }
 
-// timed runs call reps times after two warm-ups and returns its latency.
+// Timed runs call reps times after two warm-ups and returns its latency.
 func Timed(ctx context.Context, reps int, call func(context.Context) error) (ReadLatency, error) {
 	var lat []time.Duration
 	for i := range reps + 2 {

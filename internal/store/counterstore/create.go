@@ -17,8 +17,8 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// Create creates counter c.ID with c.NumShards shards, c.Owner, c.Unique,
-// c.Origin and c.Ranked. It writes one document whatever the shard count:
+// Create creates counter c.ID with c.NumShards shards, c.Owner, c.Mode
+// (and c.Choices), c.Kind, c.Origin and c.Ranked. It writes one document whatever the shard count:
 // shards appear when the first increment lands on them. The id of a
 // deleted counter is free again once its late writes can no longer land
 // (freeTombstone); documents left under an id whose counter document was

@@ -16,8 +16,8 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 )
 
-// A counter's life after its creation: deletion (a tombstone, then a
-// purge of everything under it) and reset.
+// A counter's end: deletion (a tombstone, then a purge of everything
+// under it).
 //
 // Deleting cannot stop at once the instances that cached the counter
 // (SHARD_COUNT_CACHE): until then they may still write shards, idempotency

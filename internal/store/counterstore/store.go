@@ -1,9 +1,8 @@
 // Package counterstore keeps the counter documents and their life in
-// Firestore: reading them (through this instance's cache), creating,
-// resharding, resetting the ranking flag, deleting and purging them, and
-// listing counters and members. It also builds the two writes other stores
-// add to their commits under a counter: a shard's, and the activity
-// marker's.
+// Firestore: reading them (through this instance's cache) and summing
+// their shards, creating (and the write a first use adds to its commit),
+// resharding, setting the ranking flag, deleting and purging them, and
+// listing counters.
 //
 // A counter document read is cached for SHARD_COUNT_CACHE, from when the
 // read began: reshards and deletions count on no instance using one
@@ -155,8 +154,9 @@ func (s *Store) liveOrNew(ctx context.Context, id string, read func(context.Cont
 	return c, false, err
 }
 
-// Strong returns a live counter's document and its exact value, a SUM
-// over its shards, at the same read time, which it returns: a counter
+// Strong returns a live counter's document and its exact value (Sums: a
+// SUM over its shards, a distinct counter's estimate), at the same read
+// time, which it returns: a counter
 // deleted by then is NOT_FOUND, whatever this instance remembers of it.
 func (s *Store) Strong(ctx context.Context, id string) (counter.Counter, int64, time.Time, error) {
 	c, at, err := s.storedAt(ctx, id)

@@ -60,7 +60,7 @@ func (s *Store) Audit(ctx context.Context, c counter.Counter, at time.Time) (cou
 	return sums, fs.Classify(err, "count the members of "+c.ID)
 }
 
-// ChoiceQuery is ChoiceCounts' query of one choice, for the index check.
+// ChoiceQuery is Audit's query of one choice, for the index check.
 func (s *Store) ChoiceQuery(id, choice string) firestore.Query {
 	return s.db.Collection(dm.UnderCounter(id, dm.Members)).Where(dm.FieldChoice, "==", choice)
 }

@@ -1,7 +1,8 @@
-// Package rollupstore keeps what the roll-up and reconcile read and
-// write (rollup.Store): the counter document's roll-up and the window
-// buckets it adds to, in one commit; the shards' sums; roll-up slots; the
-// activity index reconcile visits; and reconcile's cursor.
+// Package rollupstore keeps what the roll-up and reconcile write and read
+// of their own (with counterstore and memberstore, rollup.Store): the
+// counter document's roll-up and the window buckets it adds to, in one
+// commit; the shards' activity; roll-up slots; the activity index
+// reconcile visits; and reconcile's cursor.
 package rollupstore
 
 import (
@@ -45,7 +46,7 @@ func New(base *shared.Base, opts Options) *Store {
 
 // Activity returns the commits made to a counter's shards, and how many of
 // them followed a slow or refused commit: evidence for automatic sharding.
-// Every increment writes both fields (shardWrite), so the shards it counts
+// Every increment writes both fields (shared.Base.ShardWrite, SketchWrite), so the shards it counts
 // are the shards written since it existed.
 func (s *Store) Activity(ctx context.Context, id string) (commits, slow int64, err error) {
 	v, _, err := s.db.Sum(ctx, dm.UnderCounter(id, dm.Shards), time.Time{}, dm.FieldCommits, dm.FieldSlow)
