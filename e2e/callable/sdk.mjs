@@ -119,6 +119,9 @@ await ok(call("incrementCounter")({ counter_id: likes, delta: 1 }), "like again"
   (d) => { assert.equal(d.member, true); assert.equal(d.changed, false); assert.equal(d.shard, undefined); });
 await ok(call("getCounter")({ counter_id: likes, consistency: "strong" }), "did I like it?",
   (d) => { assert.equal(d.count, 1); assert.equal(d.member, true); assert.equal(d.unique, true); });
+await ok(call("getCounters")({ counter_ids: [likes, `${likes}-missing`] }), "a page: did I like each?",
+  (d) => { assert.equal(d.counters[0].member, true); assert.equal(d.counters[0].counter_id, likes); assert.equal(d.counters[1].error.code, "NOT_FOUND"); });
+await expectCode(call("getCounters")({ counter_ids: Array.from({ length: 201 }, (_, i) => `c${i}`) }), "functions/invalid-argument", "a page of 201 counters");
 await expectCode(call("incrementCounter")({ counter_id: likes, delta: 2 }), "functions/invalid-argument", "delta 2 on a unique counter",
   (err) => assert.equal(err.details.field, "delta"));
 await expectCode(call("resetCounter")({ counter_id: likes }), "functions/invalid-argument", "reset of a unique counter");

@@ -205,6 +205,8 @@ func TestBuildpackBuildsAndServesEveryFunction(t *testing.T) {
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"delta":7}`, id)))
 		case "getCounter":
 			resp, err = http.Get(base + "/?consistency=strong&counter_id=" + id)
+		case "getCounters":
+			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_ids":[%q]}`, id)))
 		case "reshardCounter":
 			resp, err = http.Post(base, "application/json", strings.NewReader(fmt.Sprintf(`{"counter_id":%q,"num_shards":1}`, id)))
 		case "resetCounter":

@@ -220,6 +220,7 @@ func stoppedEmulator(t *testing.T, emu *testenv.Emulator) {
 			req := map[string]string{
 				"createCounter":     `{"counter_id":"c1"}`,
 				"incrementCounter":  `{"counter_id":"c1"}`,
+				"getCounters":       `{"counter_ids":["c1"]}`,
 				"reshardCounter":    `{"counter_id":"c1","num_shards":2}`,
 				"resetCounter":      `{"counter_id":"c1"}`,
 				"deleteCounter":     `{"counter_id":"c1"}`,

@@ -106,6 +106,7 @@ func TestEveryPublicFunctionNeedsAValidToken(t *testing.T) {
 		{"createCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":2}`, id), 0},
 		{"incrementCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q}`, id), 0},
 		{"getCounter", "GET", "?consistency=strong&counter_id=" + id, "", 0},
+		{"getCounters", "POST", "", fmt.Sprintf(`{"counter_ids":[%q]}`, id), 0},
 		{"reshardCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"num_shards":3}`, id), 0},
 		{"resetCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"count":5}`, id), 0},
 		{"updateCounter", "POST", "", fmt.Sprintf(`{"counter_id":%q,"ranked":true}`, id), http.StatusForbidden}, // admins only

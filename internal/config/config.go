@@ -70,6 +70,10 @@ type Config struct {
 	// ShardCountCache is how long an instance may use a counter's shard
 	// count without reading it again; it bounds how long a shrink merges.
 	ShardCountCache time.Duration
+	// FeedCache is how stale a count getCounters answers may be: an
+	// instance reads a counter's document at most once per FeedCache for
+	// every reader.
+	FeedCache time.Duration
 
 	AutoSharding           bool
 	AutoShardingTarget     float64 // sustained shard writes per second per shard
@@ -227,6 +231,8 @@ var Settings = append([]Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.GroupCommitMaxWait }, 0, time.Second)},
 	{"SHARD_COUNT_CACHE", "5m", "How long an instance uses a counter's shard count before reading it again. A shrink keeps merging shards for this long (plus `FIRESTORE_DEADLINE`).", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.ShardCountCache }, time.Second, time.Hour)},
+	{"FEED_CACHE", "1s", "How stale a count `getCounters` answers may be, at most (its `as_of` says how old each is): an instance reads a counter's document at most once per this long, however many readers' pages show it. About the roll-up's cadence: a count read more often would not be newer. At most `SHARD_COUNT_CACHE`; 0s reads every page's counters.", Deployed,
+		durationIn(func(c *Config) *time.Duration { return &c.FeedCache }, 0, time.Hour)},
 	{"AUTO_SHARDING", "off", "`on`: the roll-up grows a counter whose shards run hot (see docs/design/resharding.md).", Deployed,
 		onOff(func(c *Config) *bool { return &c.AutoSharding })},
 	{"AUTO_SHARDING_TARGET", "1", "Sustained commits per second per shard above which automatic sharding grows a counter (production Firestore sustains about 1 per document).", Deployed,
@@ -372,6 +378,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 
 	if c.windowsOn {
 		c.Windows = c.retention
+	}
+	if c.FeedCache > c.ShardCountCache {
+		bad("FEED_CACHE", fmt.Errorf("%s is longer than SHARD_COUNT_CACHE (%s), which bounds how long an instance may answer for a deleted counter", c.FeedCache, c.ShardCountCache))
 	}
 	if t := c.RollupTimeout(); t > MaxEventTimeout {
 		bad("ROLLUP_CADENCE", fmt.Errorf("3 cadences + 2 × FIRESTORE_DEADLINE + 30 s is %s, over the %s an event function may run: shorten one of them", t, MaxEventTimeout))

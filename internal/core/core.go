@@ -69,8 +69,17 @@ type Counters interface {
 	Reshard(ctx context.Context, id string, n int, mergeFor time.Duration, reason string) (before, after counter.Counter, merged int, err error)
 	SetRanked(ctx context.Context, id string, ranked bool) error
 	List(ctx context.Context, owner string, all bool, after string, limit int) ([]counter.Counter, string, error)
-	// AppDocumentExists reads a document of the app's (a kind's keys_in).
-	AppDocumentExists(ctx context.Context, path string) (bool, error)
+	// Fresh reads counters through this instance's cache, as read within
+	// the last within, paying for the documents it reads first; each
+	// counter has its error (NOT_FOUND), err is the read's.
+	Fresh(ctx context.Context, ids []string, within time.Duration, pay func(reads int) error) ([]counter.Counter, []error, error)
+}
+
+// Apps are the app's own documents.
+type Apps interface {
+	// Exists reads whether a document of the app's exists (a kind's
+	// keys_in).
+	Exists(ctx context.Context, path string) (bool, error)
 }
 
 // Members are the member documents of counters that count users.
@@ -78,6 +87,10 @@ type Members interface {
 	// Members are a page of counter id's members after the uid after.
 	Members(ctx context.Context, id, after string, limit int) ([]counter.Member, string, error)
 	IsMember(ctx context.Context, id, uid string) (member bool, choice string, err error)
+	// Holds returns, of counters ids, those uid is a member of, with
+	// their choice: each query a read per member document found, one at
+	// least, for 30 counters at most.
+	Holds(ctx context.Context, uid string, ids []string) (map[string]string, error)
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
@@ -115,6 +128,7 @@ type Instruments interface {
 type Stores struct {
 	Counters    Counters
 	Members     Members
+	Apps        Apps
 	Increments  Increments
 	Windows     Windows
 	Instruments Instruments
@@ -149,6 +163,7 @@ type Core struct {
 	metrics    Metrics
 	counters   Counters
 	members    Members
+	apps       Apps
 	increments Increments
 	windows    Windows
 	instrs     Instruments
@@ -165,7 +180,7 @@ func New(cfg config.Config, stores Stores, opts Options) *Core {
 	if opts.Metrics == nil {
 		opts.Metrics = noMetrics{}
 	}
-	core := &Core{cfg: cfg, now: opts.Now, metrics: opts.Metrics, counters: stores.Counters, members: stores.Members, increments: stores.Increments,
+	core := &Core{cfg: cfg, now: opts.Now, metrics: opts.Metrics, counters: stores.Counters, members: stores.Members, apps: stores.Apps, increments: stores.Increments,
 		windows: stores.Windows, instrs: stores.Instruments, limiter: ratelimit.New(cfg.Limits, cfg.AddressLimits, cfg.SubnetLimits),
 		readsPaid: readsPaid(stores.ReadsPerIncrement, stores.ReadsPerReset, stores.ReadsPerQuery)}
 	maxBatch := cfg.GroupCommitMaxBatch

@@ -49,18 +49,25 @@ type Items []IncrementItem
 // UnmarshalJSONFrom decodes an array of increments, at most
 // MaxIncrementsPerRequest.
 func (it *Items) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return decodeAtMost(dec, MaxIncrementsPerRequest, "increments", (*[]IncrementItem)(it))
+}
+
+// decodeAtMost decodes a JSON array of at most most items into out (an
+// empty one too): the item past most is refused as soon as it is
+// reached, before it is read, so a list costs its bound at most.
+func decodeAtMost[T any](dec *jsontext.Decoder, most int, field string, out *[]T) error {
 	if dec.PeekKind() != '[' {
 		return json.SkipFunc // the decoder's own error, naming the field
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	items := Items{}
+	items := []T{}
 	for dec.PeekKind() != ']' {
-		if len(items) == MaxIncrementsPerRequest {
-			return errs.Invalid("increments", "must hold 1 to %d items, got more", MaxIncrementsPerRequest)
+		if len(items) == most {
+			return errs.Invalid(field, "must hold 1 to %d items, got more", most)
 		}
-		var item IncrementItem
+		var item T
 		if err := json.UnmarshalDecode(dec, &item); err != nil {
 			return err
 		}
@@ -69,7 +76,7 @@ func (it *Items) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	*it = items
+	*out = items
 	return nil
 }
 
@@ -325,7 +332,7 @@ func (core *Core) payForFirstUse(ctx context.Context, caller Caller, c counter.C
 	path, ok := kind.KeyDocument(c.ID)
 	if ok {
 		var err error
-		if ok, err = core.counters.AppDocumentExists(ctx, path); err != nil {
+		if ok, err = core.apps.Exists(ctx, path); err != nil {
 			return err
 		}
 	}

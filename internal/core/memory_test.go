@@ -11,6 +11,7 @@ import (
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/store/appstore"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 	"github.com/shardcount/shardcount/internal/store/incrementstore"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
@@ -59,7 +60,7 @@ func newMemCore(t *testing.T, env map[string]string) *memCore {
 	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds, Calendar: cfg.Calendar})
 	m.db = db
 	m.Core = New(cfg, Stores{
-		Counters: counters, Members: memberstore.New(base),
+		Counters: counters, Members: memberstore.New(base), Apps: appstore.New(base),
 		Increments:  incrementstore.New(base, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache, Windows: cfg.Windows, Calendar: cfg.Calendar}),
 		Windows:     windowstore.New(db, cfg.Calendar),
 		Instruments: instrumentstore.New(db, 1, []byte("test")), ReadsPerIncrement: incrementstore.MaxReadsPerOp, ReadsPerReset: incrementstore.ResetReads,

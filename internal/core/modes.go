@@ -29,17 +29,20 @@ type modeRules struct {
 	// history reads it.
 	perBucket func(kind counter.Kind, id string, h *historyRange) (int, error)
 	history   func(core *Core, ctx context.Context, c counter.Counter, h *historyRange, resp GetCounterResponse) (GetCounterResponse, error)
+	// row adds what a page's row of counter c tells its reader (held: the
+	// counters the reader is a member of, with their choice).
+	row func(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool)
 	// members: the counters keep a member document a user counted
-	// (listMembers).
+	// (listMembers, a reader's state in getCounters).
 	members bool
 }
 
 var modes = [...]modeRules{
-	counter.Plain:    {take: addsDelta, answer: tellsNothing, read: tellsNothingMore, perBucket: aDocumentABucket, history: bucketHistory},
-	counter.Unique:   {take: joinsOrLeaves, answer: tellsMember, read: readsMember, perBucket: aDocumentABucket, history: bucketHistory, members: true},
-	counter.JoinOnly: {take: joinsOnly, answer: tellsMember, read: readsMember, perBucket: aDocumentABucket, history: bucketHistory, members: true},
-	counter.Choice:   {take: chooses, answer: tellsChoice, read: readsChoice, perBucket: aDocumentABucket, history: bucketHistory, members: true},
-	counter.Distinct: {take: addsOnce, answer: tellsNothing, read: tellsEstimate, perBucket: aSketchAShard, history: sketchHistory},
+	counter.Plain:    {take: addsDelta, answer: tellsNothing, read: tellsNothingMore, perBucket: aDocumentABucket, history: bucketHistory, row: rowOfPlain},
+	counter.Unique:   {take: joinsOrLeaves, answer: tellsMember, read: readsMember, perBucket: aDocumentABucket, history: bucketHistory, row: rowOfMember, members: true},
+	counter.JoinOnly: {take: joinsOnly, answer: tellsMember, read: readsMember, perBucket: aDocumentABucket, history: bucketHistory, row: rowOfMember, members: true},
+	counter.Choice:   {take: chooses, answer: tellsChoice, read: readsChoice, perBucket: aDocumentABucket, history: bucketHistory, row: rowOfChoice, members: true},
+	counter.Distinct: {take: addsOnce, answer: tellsNothing, read: tellsEstimate, perBucket: aSketchAShard, history: sketchHistory, row: rowOfEstimate},
 }
 
 // addsDelta takes a delta within the caller's role (mayAdd), of the caller.

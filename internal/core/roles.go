@@ -126,6 +126,7 @@ func readsPaid(perIncrement, perReset, perQuery int) map[ratelimit.Budget]int {
 		ratelimit.Increment: 1 + perIncrement,   // the counter's document, unless cached, and a share of its commit's reads
 		ratelimit.Read:      2,                  // the counter's document, the caller's member document
 		ratelimit.Strong:    3,                  // the counter's document, a SUM of its shards, the member document
+		ratelimit.Feed:      feedReads,          // a page's documents: counters not fresh in the cache, the reader's member documents
 		ratelimit.History:   historyBuckets + 2, // a bucket each, and what read pays for
 		ratelimit.Top:       topReads,
 		ratelimit.List:      maxListLimit + 1, // a page, and (listMembers) the counter's document

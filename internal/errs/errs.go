@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Code classifies an error for clients. The values are the strings clients
@@ -94,6 +95,23 @@ func Wrap(code Code, err error, format string, args ...any) *Error {
 // wait; cause is logged, never shown.
 func Retryable(cause error, wait time.Duration, format string, args ...any) *Error {
 	return &Error{Code: Unavailable, Message: fmt.Sprintf(format, args...), RetryAfter: wait, Err: cause}
+}
+
+// prefixLen is how much of a client's input an error message echoes.
+const prefixLen = 64
+
+// Prefix is s as an error message may echo it: its first 64 bytes (whole
+// characters), then "…" when there is more, so no error grows with what a
+// client sends.
+func Prefix(s string) string {
+	if len(s) <= prefixLen {
+		return s
+	}
+	cut := prefixLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // CodeOf returns the Code of err, or Internal when err is not an *Error.

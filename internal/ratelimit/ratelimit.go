@@ -42,6 +42,7 @@ const (
 	Increment Budget = "increment" // each increment, also each item of a batch
 	Read      Budget = "read"      // getCounter (the roll-up: a read or two)
 	Strong    Budget = "strong"    // getCounter?consistency=strong (a SUM over the shards)
+	Feed      Budget = "feed"      // getCounters: a token per 20 documents a page may read
 	Record    Budget = "record"    // each instrument written
 	Query     Budget = "query"     // queryInstruments
 	Reshard   Budget = "reshard"   // reshardCounter
@@ -66,7 +67,7 @@ func (l Limit) String() string {
 type Limits map[Budget]Limit
 
 // Budgets lists the budgets in a stable order, for documentation.
-var Budgets = []Budget{Call, Create, Increment, Read, Strong, History, Top, List, Reshard, Delete, Reset, Record, Query}
+var Budgets = []Budget{Call, Create, Increment, Read, Strong, Feed, History, Top, List, Reshard, Delete, Reset, Record, Query}
 
 // UserDefaults are each user's limits unless RATE_LIMITS overrides them.
 var UserDefaults = Limits{
@@ -75,6 +76,7 @@ var UserDefaults = Limits{
 	Increment: {Rate: 10, Burst: 20},
 	Read:      {Rate: 20, Burst: 50},
 	Strong:    {Rate: 5, Burst: 20},
+	Feed:      {Rate: 5, Burst: 40},
 	Record:    {Rate: 100, Burst: 500},
 	Query:     {Rate: 10, Burst: 30},
 	Reshard:   {Rate: 0.1, Burst: 3},

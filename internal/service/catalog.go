@@ -121,6 +121,8 @@ var Catalog = []Spec{
 	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).CreateCounter, http.StatusCreated)},
 	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: endpoint{handle: incrementCounter, in: reflect.TypeFor[core.IncrementCounterRequest](),
 		out: []reflect.Type{reflect.TypeFor[core.IncrementCounterResponse](), reflect.TypeFor[IncrementListResponse]()}}},
+	{Name: "getCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: endpoint{handle: getCounters,
+		in: reflect.TypeFor[core.GetCountersRequest](), out: []reflect.Type{reflect.TypeFor[GetCountersResponse]()}}},
 	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).GetCounter, http.StatusOK)},
 	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ReshardCounter, http.StatusOK)},
 	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ResetCounter, http.StatusOK)},

@@ -9,6 +9,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/increment"
+	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/reconcile"
 )
 
@@ -92,6 +93,44 @@ func incrementCounter(a *app, ctx context.Context, req *httpapi.Request) (int, a
 			continue
 		}
 		resp.Results[i] = IncrementItemResult{Status: http.StatusOK, IncrementCounterResponse: o.Response}
+	}
+	return http.StatusOK, resp, nil
+}
+
+// GetCountersResponse answers getCounters: one row per counter, in the
+// order asked.
+type GetCountersResponse struct {
+	Counters []CounterRowResult `json:"counters"`
+}
+
+// CounterRowResult is one counter's row, or the error it alone had (then
+// without a count).
+type CounterRowResult struct {
+	core.CounterRow
+	Error *httpapi.ErrorDetail `json:"error,omitempty"`
+}
+
+// getCounters answers a row per counter; a row's internal error is logged
+// (and hidden, as any).
+func getCounters(a *app, ctx context.Context, req *httpapi.Request) (int, any, error) {
+	var body core.GetCountersRequest
+	if err := req.Decode(&body); err != nil {
+		return 0, nil, err
+	}
+	rows, err := a.core.GetCounters(ctx, callerOf(req), body)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp := GetCountersResponse{Counters: make([]CounterRowResult, len(rows))}
+	for i, r := range rows {
+		resp.Counters[i].CounterRow = r.Row
+		if r.Err != nil {
+			d := httpapi.ErrorDetailOf(r.Err)
+			resp.Counters[i].Error = &d
+			if d.Code == errs.Internal || d.Code == errs.DataLoss {
+				logging.FromContext(ctx).Error("a row of getCounters failed", "counter_id", r.Row.CounterID, "error", r.Err.Error())
+			}
+		}
 	}
 	return http.StatusOK, resp, nil
 }

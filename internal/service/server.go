@@ -21,6 +21,7 @@ import (
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/reconcile"
+	"github.com/shardcount/shardcount/internal/store/appstore"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
 	"github.com/shardcount/shardcount/internal/store/incrementstore"
 	"github.com/shardcount/shardcount/internal/store/instrumentstore"
@@ -315,6 +316,7 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 		core: core.New(cfg, core.Stores{
 			Counters: counters,
 			Members:  members,
+			Apps:     appstore.New(base),
 			Increments: incrementstore.New(base, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache,
 				SlowCommit: cfg.AutoShardingSlowCommit, ActivityEvery: cfg.ActivityEvery(), Windows: cfg.Windows, Calendar: cfg.Calendar}),
 			Windows:           windowstore.New(db, cfg.Calendar),

@@ -105,12 +105,14 @@ func wireTypeScript() string {
 	b.WriteString("// the field names and types of the callable protocol's data and result.\n")
 	done := map[reflect.Type]bool{}
 	var queue []reflect.Type
+	requests := map[reflect.Type]bool{} // a request's fields are each optional: the function says which it needs
 	for _, s := range Catalog {
 		if s.Kind == HTTPTrigger && s.Access == Public {
 			fmt.Fprintf(&b, "\n// %s\nexport interface %sFunction {\n  request: %s;\n  answer: %s;\n}\n", s.Name, upperFirst(s.Name),
 				s.http.in.Name(), strings.Join(names(s.http.out), " | "))
 			queue = append(queue, s.http.in)
 			queue = append(queue, s.http.out...)
+			requests[s.http.in] = true
 		}
 	}
 	for len(queue) > 0 {
@@ -123,7 +125,7 @@ func wireTypeScript() string {
 		fmt.Fprintf(&b, "\nexport interface %s {\n", t.Name())
 		for _, f := range wirejson.Fields(t) {
 			opt := ""
-			if f.Optional {
+			if f.Optional || requests[t] {
 				opt = "?"
 			}
 			fmt.Fprintf(&b, "  %s%s: %s;\n", f.Name, opt, tsType(f.Type, &queue))

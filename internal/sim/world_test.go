@@ -157,7 +157,7 @@ type instance struct {
 
 // environment is the instances' settings.
 func (w *world) environment() map[string]string {
-	unlimited := "call=0:1,create=0:1,increment=0:1,read=0:1,strong=0:1,history=0:1,top=0:1,list=0:1,reshard=0:1,delete=0:1,reset=0:1,record=0:1,query=0:1"
+	unlimited := "call=0:1,create=0:1,increment=0:1,read=0:1,strong=0:1,feed=0:1,history=0:1,top=0:1,list=0:1,reshard=0:1,delete=0:1,reset=0:1,record=0:1,query=0:1"
 	return map[string]string{
 		"GOOGLE_CLOUD_PROJECT":   project,
 		"AUTH":                   "required",

@@ -14,6 +14,12 @@ export interface IncrementCounterFunction {
   answer: IncrementCounterResponse | IncrementListResponse;
 }
 
+// getCounters
+export interface GetCountersFunction {
+  request: GetCountersRequest;
+  answer: GetCountersResponse;
+}
+
 // getCounter
 export interface GetCounterFunction {
   request: GetCounterRequest;
@@ -102,7 +108,7 @@ export interface IncrementCounterRequest {
   idempotency_key?: string;
   member?: string;
   choice?: string;
-  increments: IncrementItem[];
+  increments?: IncrementItem[];
 }
 
 export interface IncrementCounterResponse {
@@ -118,6 +124,16 @@ export interface IncrementCounterResponse {
 
 export interface IncrementListResponse {
   results: IncrementItemResult[];
+}
+
+export interface GetCountersRequest {
+  counter_ids?: string[];
+  keys?: string[];
+  kinds?: string[];
+}
+
+export interface GetCountersResponse {
+  counters: CounterRowResult[];
 }
 
 export interface GetCounterRequest {
@@ -245,7 +261,7 @@ export interface TopCountersResponse {
 }
 
 export interface RecordInstrumentsRequest {
-  instruments: Input[];
+  instruments?: Input[];
 }
 
 export interface RecordInstrumentsResponse {
@@ -283,6 +299,17 @@ export interface IncrementItemResult {
   changed?: boolean;
   choice?: string;
   previous?: string;
+  error?: ErrorDetail;
+}
+
+export interface CounterRowResult {
+  counter_id: string;
+  count?: number;
+  as_of?: string;
+  member?: boolean;
+  choice?: string;
+  counts?: Record<string, number>;
+  estimate?: boolean;
   error?: ErrorDetail;
 }
 

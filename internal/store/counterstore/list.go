@@ -93,13 +93,3 @@ func (s *Store) rankedBuckets(c counter.Counter, now time.Time) []string {
 	}
 	return names
 }
-
-// AppDocumentExists reads a document of the app's, at path, now: whether
-// it exists (a kind's keys_in).
-func (s *Store) AppDocumentExists(ctx context.Context, path string) (bool, error) {
-	doc, err := s.db.Get(ctx, s.name(path))
-	if err != nil {
-		return false, fs.Classify(err, "read "+path)
-	}
-	return doc != nil, nil
-}

@@ -12,6 +12,7 @@ package counterstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -49,11 +50,19 @@ type Store struct {
 	base   *shared.Base
 	opts   Options
 	cached *sizedlru.Cache[string, cachedCounter]
+
+	loadMu  sync.Mutex
+	loading map[string]chan struct{} // counters a read of Fresh is under way for, closed when it ends
 }
 
+// cachedCounter is a counter as a read (or the commit that wrote it) saw
+// it, from read on; absent: a counter of a kind nobody used yet, read
+// absent (Fresh's only: an increment reads such a counter again).
 type cachedCounter struct {
 	c       counter.Counter
+	read    time.Time
 	expires time.Time
+	absent  bool
 }
 
 // maxCached bounds the counters one instance remembers, and cacheShare
@@ -67,14 +76,18 @@ const (
 // cachedSize is what a cached counter takes.
 func cachedSize(id string, e cachedCounter) int {
 	c := e.c
-	return sizedlru.Entry + sizedlru.String(id) + int(unsafe.Sizeof(e)) + len(c.ID) + len(c.Owner) + len(c.Kind) +
+	size := sizedlru.Entry + sizedlru.String(id) + int(unsafe.Sizeof(e)) + len(c.ID) + len(c.Owner) + len(c.Kind) +
 		len(c.Reshard.Reason) + len(c.Peaks)*int(unsafe.Sizeof(windows.Peak{})+32)
+	for _, choice := range c.Choices { // a choice counter's, and its count
+		size += sizedlru.String(choice) + 2*sizedlru.String("") + 8
+	}
+	return size
 }
 
 // New returns the store on base.
 func New(base *shared.Base, opts Options) *Store {
 	cached := sizedlru.New(maxCached, sizedlru.Share(cacheShare), cachedSize)
-	return &Store{db: base.DB, base: base, opts: opts, cached: cached}
+	return &Store{db: base.DB, base: base, opts: opts, cached: cached, loading: map[string]chan struct{}{}}
 }
 
 func (s *Store) name(path string) string { return s.db.Name(path) }
@@ -134,7 +147,7 @@ func (s *Store) LiveOrNew(ctx context.Context, id string) (counter.Counter, erro
 // shrinking keeps merging), and a deleted id stays reserved, for that
 // long. Its Count is the roll-up as of the read, possibly stale.
 func (s *Store) LiveOrNewCached(ctx context.Context, id string) (counter.Counter, time.Time, error) {
-	if e, ok := s.cached.Get(id); ok && s.base.Now().Before(e.expires) {
+	if e, ok := s.cached.Get(id); ok && !e.absent && s.base.Now().Before(e.expires) {
 		c, _, err := s.liveOrNew(ctx, id, func(context.Context, string) (counter.Counter, error) { return e.c, nil })
 		return c, e.expires, err
 	}
@@ -201,7 +214,7 @@ func (s *Store) Sums(ctx context.Context, c counter.Counter, at time.Time) (coun
 // the commit that wrote it, began: the cache never outlives the bound
 // reshards and deletions count on).
 func (s *Store) Remember(c counter.Counter, readStart time.Time) {
-	s.cached.Add(c.ID, cachedCounter{c: c, expires: readStart.Add(s.opts.ShardCountCache)})
+	s.cached.Add(c.ID, cachedCounter{c: c, read: readStart, expires: readStart.Add(s.opts.ShardCountCache)})
 }
 
 // Sum returns the exact value of a counter at read time at (zero: now), a

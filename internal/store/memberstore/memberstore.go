@@ -7,6 +7,7 @@ package memberstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -40,6 +41,41 @@ func (s *Store) IsMember(ctx context.Context, id, uid string) (bool, string, err
 	d := fs.DocOf(pd)
 	choice := d.Str(dm.FieldChoice)
 	return true, choice, d.Err()
+}
+
+// MaxHeldPerQuery is how many counters one query of Holds asks about:
+// Firestore's most values of an "in" filter.
+const MaxHeldPerQuery = 30
+
+// Holds returns, of counters ids, those uid is a member of, with their
+// choice ("" on a counter without choices): a query of uid's member
+// documents for each MaxHeldPerQuery of them, each a read per member
+// document found (one at least, when none is). Exact: what the queries
+// read is what every commit up to their read time left.
+func (s *Store) Holds(ctx context.Context, uid string, ids []string) (map[string]string, error) {
+	held := map[string]string{}
+	if counter.ValidateMemberID(uid) != nil {
+		return held, nil // no member document can name them
+	}
+	for chunk := range slices.Chunk(ids, MaxHeldPerQuery) {
+		docs, err := s.db.Query(ctx, s.HoldsQuery(uid, chunk))
+		if err != nil {
+			return nil, fs.Classify(err, "read a reader's memberships")
+		}
+		for _, pd := range docs {
+			d := fs.DocOf(pd)
+			if id := dm.CounterOfMember(s.db.Path(pd.GetName()), uid); id != "" && d.Str(dm.FieldCounterID) == id {
+				held[id] = d.Str(dm.FieldChoice)
+			}
+		}
+	}
+	return held, nil
+}
+
+// HoldsQuery is Holds' query of counters ids (at most
+// MaxHeldPerQuery).
+func (s *Store) HoldsQuery(uid string, ids []string) firestore.Query {
+	return s.db.CollectionGroup(dm.Members).Where(dm.FieldUID, "==", uid).Where(dm.FieldCounterID, "in", ids)
 }
 
 // Audit counts counter c's members at read time at (one COUNT, a billed

@@ -1,0 +1,188 @@
+package core
+
+import (
+	"context"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/ratelimit"
+)
+
+// MaxCountersPerRead is the most counters one getCounters reads: a page
+// of a feed, the size feeds at scale are answered in.
+const MaxCountersPerRead = 200
+
+// feedReads is how many documents a token of the budget feed pays for.
+const feedReads = 20
+
+// GetCountersRequest is the input of getCounters: a page's counters, by
+// id, or as every kind of every key, key by key, each kind in the order
+// given ("likes:p1", "views:p1", "likes:p2", …).
+type GetCountersRequest struct {
+	CounterIDs Names `json:"counter_ids"`
+	Keys       Names `json:"keys"`
+	Kinds      Names `json:"kinds"`
+}
+
+// Names are the strings of one list of a request, decoded one at a time:
+// the one past MaxCountersPerRead is refused as soon as it is reached.
+type Names []string
+
+// UnmarshalJSONFrom decodes an array of strings, at most
+// MaxCountersPerRead.
+func (n *Names) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return decodeAtMost(dec, MaxCountersPerRead, "counter_ids, keys and kinds each", (*[]string)(n))
+}
+
+// CounterRow is one counter of a getCounters answer: as an eventual
+// getCounter answers it (the roll-up's count, as of as_of), with what its
+// mode tells the reader (modes.go); a row that failed has no count.
+type CounterRow struct {
+	CounterID string `json:"counter_id"`
+	Count     *int64 `json:"count,omitempty"`
+	AsOf      string `json:"as_of,omitempty"`
+	// Member tells a signed-in reader whether they are a member (of a
+	// counter of members), and Choice their choice ("": none).
+	Member *bool            `json:"member,omitempty"`
+	Choice *string          `json:"choice,omitzero"`
+	Counts map[string]int64 `json:"counts,omitempty"`
+	// Estimate: Count is a distinct counter's estimate.
+	Estimate bool `json:"estimate,omitempty"`
+}
+
+// CounterRead is one counter of getCounters: its row, or the error it
+// alone had (Row names the counter still).
+type CounterRead struct {
+	Row CounterRow
+	Err error
+}
+
+// GetCounters reads a page of counters in one call: each as of the last
+// FEED_CACHE at most (this instance's cache; the rest in one batched
+// read), with the reader's own state of each (their membership and
+// choice: a query of their member documents for 30 counters at a time),
+// in the order asked. A counter of a kind nobody used is 0, created by no
+// read; one that does not exist, or was deleted, is its row's error, and
+// the other rows answer. The call spends a token of feed for every 20
+// documents it may read: a counter not fresh in the cache is one, a
+// counter the reader could be a member of at most one; fresh counters and
+// readers of none cost none.
+func (core *Core) GetCounters(ctx context.Context, caller Caller, body GetCountersRequest) ([]CounterRead, error) {
+	ctx = ledger.WithLabel(ctx, "feed")
+	ids, err := body.counterIDs(core.cfg.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CounterRead, len(ids))
+	var valid []string
+	for i, id := range ids {
+		out[i].Row.CounterID = id
+		if out[i].Err = counter.ValidateID(id); out[i].Err == nil && !slices.Contains(valid, id) {
+			valid = append(valid, id)
+		}
+	}
+	pay := func(reads int) error {
+		return core.allowPaying(ctx, caller, ratelimit.Feed, (reads+feedReads-1)/feedReads, reads)
+	}
+	counters, counterErrs, err := core.counters.Fresh(ctx, valid, core.cfg.FeedCache, pay)
+	if err != nil {
+		return nil, err
+	}
+	read := map[string]int{} // of valid
+	var members []string     // the counters of members, whose reader's state is read
+	for j, id := range valid {
+		read[id] = j
+		if counterErrs[j] == nil && modes[counters[j].Mode].members && caller.User != "" {
+			members = append(members, id)
+		}
+	}
+	held := map[string]string{}
+	if len(members) > 0 {
+		if err := pay(len(members)); err != nil {
+			return nil, err
+		}
+		if held, err = core.members.Holds(ctx, caller.User, members); err != nil {
+			return nil, err
+		}
+	}
+	now := core.now()
+	for i := range out {
+		if out[i].Err != nil {
+			continue
+		}
+		j := read[out[i].Row.CounterID]
+		if out[i].Err = counterErrs[j]; out[i].Err != nil {
+			continue
+		}
+		c := counters[j]
+		row := &out[i].Row
+		row.Count, row.AsOf = &c.Count, rfc3339Time(c.AsOf)
+		if c.Version.IsZero() {
+			row.AsOf = rfc3339Time(now) // of a kind, not used yet: 0 now
+		}
+		modes[c.Mode].row(row, c, held, caller.User != "")
+	}
+	return out, nil
+}
+
+// counterIDs are the ids a request names: its counter_ids, or each of its
+// kinds (declared ones) of each of its keys.
+func (r GetCountersRequest) counterIDs(kinds counter.Kinds) ([]string, error) {
+	switch {
+	case r.CounterIDs != nil && (r.Keys != nil || r.Kinds != nil):
+		return nil, errs.Invalid("counter_ids", "goes without keys and kinds: name the counters one way")
+	case r.CounterIDs != nil:
+		if len(r.CounterIDs) == 0 {
+			return nil, errs.Invalid("counter_ids", "must hold 1 to %d counters", MaxCountersPerRead)
+		}
+		return r.CounterIDs, nil
+	case r.Keys == nil || r.Kinds == nil:
+		return nil, errs.Invalid("counter_ids", "is required, or keys and kinds (every kind of every key)")
+	case len(r.Keys) == 0 || len(r.Kinds) == 0 || len(r.Keys)*len(r.Kinds) > MaxCountersPerRead:
+		return nil, errs.Invalid("keys", "and kinds name %d × %d counters: 1 to %d in all", len(r.Keys), len(r.Kinds), MaxCountersPerRead)
+	}
+	for i, k := range r.Kinds {
+		if _, ok := kinds[k]; !ok {
+			return nil, errs.Invalid("kinds", "[%d] %q is not a kind of COUNTER_KINDS", i, errs.Prefix(k))
+		}
+	}
+	ids := make([]string, 0, len(r.Keys)*len(r.Kinds))
+	for _, key := range r.Keys {
+		for _, k := range r.Kinds {
+			ids = append(ids, k+":"+key)
+		}
+	}
+	return ids, nil
+}
+
+// heldOf tells a row the reader's membership of counter c (held: the
+// counters they are a member of, with their choice).
+func heldOf(c counter.Counter, held map[string]string) (*bool, *string) {
+	choice, member := held[c.ID]
+	return &member, &choice
+}
+
+// rowOfMember tells a signed-in reader whether they are a member.
+func rowOfMember(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
+	if signedIn {
+		row.Member, _ = heldOf(c, held)
+	}
+}
+
+// rowOfChoice tells each choice's count, and a signed-in reader their
+// choice ("": none).
+func rowOfChoice(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
+	row.Counts = byChoice(c.Choices, c.Counts)
+	if signedIn {
+		row.Member, row.Choice = heldOf(c, held)
+	}
+}
+
+func rowOfPlain(*CounterRow, counter.Counter, map[string]string, bool) {}
+
+// rowOfEstimate says the count is an estimate.
+func rowOfEstimate(row *CounterRow, _ counter.Counter, _ map[string]string, _ bool) { row.Estimate = true }

@@ -1,0 +1,164 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcount/shardcount/internal/ledger"
+)
+
+// page is a feed's page: every kind of every key.
+func page(keys []string, kinds ...string) GetCountersRequest {
+	return GetCountersRequest{Keys: keys, Kinds: kinds}
+}
+
+// rowsOf renders rows in a line each, for tables.
+func rowsOf(rows []CounterRead) []string {
+	var out []string
+	for _, r := range rows {
+		if r.Err != nil {
+			out = append(out, r.Row.CounterID+" "+codeOf(r.Err))
+			continue
+		}
+		line := fmt.Sprintf("%s %d", r.Row.CounterID, *r.Row.Count)
+		if r.Row.Member != nil {
+			line += fmt.Sprintf(" member=%v", *r.Row.Member)
+		}
+		if r.Row.Choice != nil {
+			line += fmt.Sprintf(" choice=%q", *r.Row.Choice)
+		}
+		if r.Row.Counts != nil {
+			line += fmt.Sprintf(" counts=%v", r.Row.Counts)
+		}
+		if r.Row.Estimate {
+			line += " estimate"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// TestAPageOfCountersInOneCall: every kind of every key, in order, each
+// as its mode tells the reader; a counter of a kind nobody used is 0
+// (and nothing is created); a counter of no kind, and a deleted one, fail
+// alone.
+func TestAPageOfCountersInOneCall(t *testing.T) {
+	m := newMemCore(t, map[string]string{"FEED_CACHE": "0s"})
+	ctx := context.Background()
+	inc := func(caller Caller, item IncrementItem) {
+		t.Helper()
+		if _, _, err := m.IncrementCounter(ctx, caller, IncrementCounterRequest{IncrementItem: item}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc(user, IncrementItem{CounterID: ptr("likes:p1")})
+	inc(admin, IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")})
+	inc(user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love")})
+	inc(user, IncrementItem{CounterID: ptr("watchers:p1")})
+	inc(admin, IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](7)})
+	inc(admin, IncrementItem{CounterID: ptr("likes:p2"), Member: ptr("ben")})
+	inc(admin, IncrementItem{CounterID: ptr("views:gone")})
+	if _, err := m.DeleteCounter(ctx, admin, DeleteCounterRequest{CounterID: ptr("views:gone")}); err != nil {
+		t.Fatal(err)
+	}
+	// The roll-up has not run: strong reads are the truth the rows are
+	// held to once it has (the end-to-end test); here, the counts the
+	// first uses wrote are 0, the member state exact.
+	rows, err := m.GetCounters(ctx, user, page([]string{"p1", "p2"}, "likes", "reactions", "watchers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"likes:p1 0 member=true", `reactions:p1 0 member=true choice="love" counts=map[like:0 love:0]`, "watchers:p1 0 estimate",
+		"likes:p2 0 member=false", `reactions:p2 0 member=false choice="" counts=map[like:0 love:0]`, "watchers:p2 0 estimate",
+	}
+	if got := rowsOf(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the page:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	rows, err = m.GetCounters(ctx, anonymous, GetCountersRequest{CounterIDs: []string{"views:gone", "nothing", "views:p9", "bad/id", "views:p1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"views:gone NOT_FOUND", "nothing NOT_FOUND", "views:p9 0", "bad/id INVALID_ARGUMENT", "views:p1 0"}
+	if got := rowsOf(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("a page with bad rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, _, err := m.counters.Fresh(ctx, []string{"views:p9"}, 0, func(int) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := m.counters.Live(ctx, "views:p9"); err == nil {
+		t.Errorf("a read of an unused counter created it: %+v", c)
+	}
+}
+
+// TestAPageIsBoundedAndNamedOneWay: more than 200 counters, an unknown
+// kind, both ways at once, or neither, are 400s that name what to fix.
+func TestAPageIsBoundedAndNamedOneWay(t *testing.T) {
+	m := newMemCore(t, nil)
+	ctx := context.Background()
+	keys := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprint("p", i))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		body GetCountersRequest
+		want string
+	}{
+		{"200 counters", page(keys(50), "likes", "views", "reactions", "watchers"), ""},
+		{"201 counters", page(keys(67), "likes", "views", "reactions"), "1 to 200"},
+		{"an unknown kind", page(keys(2), "likes", strings.Repeat("x", 5000)), "is not a kind"},
+		{"both ways", GetCountersRequest{CounterIDs: []string{"views:p1"}, Keys: keys(1), Kinds: []string{"views"}}, "goes without keys and kinds"},
+		{"neither", GetCountersRequest{}, "is required"},
+		{"no kinds", GetCountersRequest{Keys: keys(1)}, "is required"},
+	} {
+		_, err := m.GetCounters(ctx, admin, tc.body)
+		switch {
+		case tc.want == "" && err != nil, tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		case err != nil && len(err.Error()) > 300:
+			t.Errorf("%s: an error of %d bytes echoes its input", tc.name, len(err.Error()))
+		}
+	}
+}
+
+// TestAHotPageIsReadOncePerBound: within FEED_CACHE every reader's page
+// is answered from the instance's cache (no document read, no token of
+// feed spent); past it, the documents are read again, once, in one
+// batched read. A reader's own state is read every time, exactly.
+func TestAHotPageIsReadOncePerBound(t *testing.T) {
+	m := newMemCore(t, map[string]string{"FEED_CACHE": "2s"})
+	ctx := context.Background()
+	body := page([]string{"p1", "p2", "p3", "p4", "p5"}, "views", "watchers")
+	reads := func(caller Caller) int64 {
+		t.Helper()
+		paid, led := ledger.New(ctx, caller.Admin)
+		if _, err := m.GetCounters(paid, caller, body); err != nil {
+			t.Fatal(err)
+		}
+		if led.Unbudgeted() != 0 {
+			t.Errorf("%d reads past the budget", led.Unbudgeted())
+		}
+		return led.Reads()
+	}
+	if n := reads(user); n != 10 {
+		t.Errorf("a cold page of 10 counters read %d documents, want 10", n)
+	}
+	for i := range 20 {
+		if n := reads(Caller{Function: "f", User: fmt.Sprint("reader-", i), Addr: "10.1.0.1"}); n != 0 {
+			t.Errorf("reader %d's warm page read %d documents, want 0", i, n)
+		}
+	}
+	m.mu.Lock()
+	m.now = m.now.Add(2 * time.Second)
+	m.mu.Unlock()
+	if n := reads(user); n != 10 {
+		t.Errorf("past FEED_CACHE a page read %d documents, want 10", n)
+	}
+}
