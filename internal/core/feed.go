@@ -185,4 +185,6 @@ func rowOfChoice(row *CounterRow, c counter.Counter, held map[string]string, sig
 func rowOfPlain(*CounterRow, counter.Counter, map[string]string, bool) {}
 
 // rowOfEstimate says the count is an estimate.
-func rowOfEstimate(row *CounterRow, _ counter.Counter, _ map[string]string, _ bool) { row.Estimate = true }
+func rowOfEstimate(row *CounterRow, _ counter.Counter, _ map[string]string, _ bool) {
+	row.Estimate = true
+}
