@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	base = testenv.ServeFunctions(map[string]string{
 		"GOOGLE_CLOUD_PROJECT": project,
 		"AUTH":                 "required",
-		"COUNTER_KINDS":        `{"likes": {"unique": true, "num_shards": 4}, "views": {"num_shards": 2}, "viewers": {"unique": true, "join_only": true}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"]}, "watchers": {"distinct": true}}`,
+		"COUNTER_KINDS":        `{"likes": {"unique": true, "num_shards": 4}, "views": {"num_shards": 2}, "viewers": {"unique": true, "join_only": true}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"]}, "watchers": {"distinct": true}, "hearts": {"unique": true, "keys_in": "posts", "mirror": "hearts"}, "votes": {"choices": ["up", "down"], "keys_in": "posts", "mirror": "votes"}}`,
 		"RATE_LIMITS":          unlimited,
 		"ADDRESS_RATE_LIMITS":  unlimited,
 		"LOG_LEVEL":            "warn",

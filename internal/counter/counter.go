@@ -167,6 +167,10 @@ type Rollup struct {
 	// members' choices).
 	Correct       int64
 	CorrectCounts map[string]int64
+	// MirrorPath, when not "", is the app's document whose field
+	// MirrorField the commit sets to the count too (a kind's mirror), if
+	// the document exists.
+	MirrorPath, MirrorField string
 }
 
 // Deletion records a counter's deletion. Instances that cached its shard

@@ -110,7 +110,7 @@ func TestAddAndBound(t *testing.T) {
 }
 
 func TestKeysIn(t *testing.T) {
-	for keysIn, ok := range map[string]bool{"posts": true, "forums/f1/posts": true, "forums/f1": false, "": true, "posts/": false, "__x__": false, "..": false} {
+	for keysIn, ok := range map[string]bool{"posts": true, "forums/f1/posts": true, "forums/f1": false, "": false, "posts/": false, "__x__": false, "..": false} {
 		_, err := ParseKinds(`{"likes": {"keys_in": "` + keysIn + `"}}`)
 		if (err == nil) != ok {
 			t.Errorf("keys_in %q: %v, want ok=%v", keysIn, err, ok)
@@ -168,6 +168,33 @@ func TestDistinctKinds(t *testing.T) {
 	} {
 		if _, err := ParseKinds(bad); err == nil {
 			t.Errorf("ParseKinds(%s) accepted it", bad)
+		}
+	}
+}
+
+// TestKindsAreReadStrictly: COUNTER_KINDS names each kind and option once,
+// in its own case, and no option empty: what a typo would otherwise make
+// count otherwise, silently.
+func TestKindsAreReadStrictly(t *testing.T) {
+	for _, tc := range []struct {
+		kinds string
+		ok    bool
+	}{
+		{`{"likes": {"unique": true}, "likes": {"unique": false}}`, false},
+		{`{"reactions": {"Choices": ["like"]}}`, false},
+		{`{"likes": {"unique": true, "unique": false}}`, false},
+		{`{"viewers": {"distinct": true, "num_shards": 0}}`, false},
+		{`{"viewers": {"distinct": true, "num_shards": 4}}`, true},
+		{`{"likes": {"unique": true, "keys_in": ""}}`, false},
+		{`{"likes": {"unique": true, "decrement": ""}}`, false},
+		{`{"likes": {"unique": true, "mirror": "likes"}}`, false},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "likes"}}`, true},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "stats.likes"}}`, false},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": ""}}`, false},
+		{`{"reactions": {"choices": ["like"], "keys_in": "posts", "mirror": "reactions"}}`, true},
+	} {
+		if _, err := ParseKinds(tc.kinds); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.kinds, err, tc.ok)
 		}
 	}
 }

@@ -54,5 +54,5 @@ func ExampleParseKinds() {
 	// Output:
 	// likes:post-1 likes 8 true kind true
 	// false
-	// kind "likes": json: unknown field "uniq" (options: unique, join_only, choices, distinct, num_shards, ranked, decrement, auto_sharding, keys_in)
+	// kind "likes": unknown option "uniq" (options: unique, join_only, choices, distinct, num_shards, ranked, decrement, auto_sharding, keys_in, mirror)
 }

@@ -1,13 +1,14 @@
 package counter
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Kind is a kind of counters an app declares once (COUNTER_KINDS): the
@@ -19,20 +20,20 @@ type Kind struct {
 	// Unique counters count distinct users (likes).
 	Unique bool `json:"unique"`
 	// NumShards of a new counter of the kind; 0: DefaultShards.
-	NumShards int `json:"num_shards"`
+	NumShards int `json:"-"`
 	// Ranked: topCounters shows the kind's counters (default true).
 	Ranked *bool `json:"ranked"`
 	// Decrement says who may send a negative delta to a plain counter of
 	// the kind: "admins" (the default: views only go up) or "users". On a
 	// unique counter anyone takes back their own like.
-	Decrement string `json:"decrement"`
+	Decrement string `json:"-"`
 	// AutoSharding: automatic sharding may grow the kind's counters (with
 	// AUTO_SHARDING=on; default true).
 	AutoSharding *bool `json:"auto_sharding"`
 	// KeysIn is a collection of the app's ("posts"): an end user's first
 	// use of KIND:KEY needs the document KEYS_IN/KEY, so users count only
 	// what the app made, and mint no counter (a ranked one) of their own.
-	KeysIn string `json:"keys_in"`
+	KeysIn string `json:"-"`
 	// JoinOnly: on a unique kind, an end user joins and never leaves (a
 	// viewer cannot un-view); admins may still remove a member.
 	JoinOnly bool `json:"join_only"`
@@ -44,6 +45,11 @@ type Kind struct {
 	// any scale): each shard keeps a sketch (internal/distinct), no member
 	// document; a member added again changes nothing, and none is removed.
 	Distinct bool `json:"distinct"`
+	// Mirror, with KeysIn, is a field of the app's document KEYS_IN/KEY
+	// the roll-up writes the count of KIND:KEY into (a choice kind's: its
+	// count and counts), in its commit, when the document exists: the
+	// app's queries and listeners of its documents carry the count.
+	Mirror string `json:"-"`
 }
 
 // Kinds are the declared kinds by name.
@@ -51,6 +57,10 @@ type Kinds map[string]Kind
 
 // kindName is what a kind may be called: it starts a counter id.
 var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
+// mirrorName is what a mirrored field may be called: a top-level field of
+// the app's document, named without quoting.
+var mirrorName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // choiceName is what a choice may be called: a plain Firestore field
 // name (counts.<choice>), short enough for a label.
@@ -61,50 +71,96 @@ var choiceName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
 const MaxChoices = 20
 
 // ParseKinds reads COUNTER_KINDS: a JSON object of kinds, each an object
-// of the options above ("" or "{}": none). Unknown options are errors.
+// of the options above ("" or "{}": none). Strictly: an unknown option, a
+// name of another case ("Choices"), a kind or option given twice, and an
+// option given empty are errors.
 func ParseKinds(s string) (Kinds, error) {
 	out := Kinds{}
 	if strings.TrimSpace(s) == "" {
 		return out, nil
 	}
-	var raw map[string]json.RawMessage
+	var raw map[string]jsontext.Value
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
-		return nil, fmt.Errorf("must be a JSON object of kinds, such as {\"likes\": {\"unique\": true}}: %v", err)
+		return nil, fmt.Errorf("must be a JSON object of kinds, each once, such as {\"likes\": {\"unique\": true}}: %v", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if !kindName.MatchString(name) {
 			return nil, fmt.Errorf("kind %q: a kind's name is 1 to 40 lowercase letters, digits, '_' or '-', starting with a letter", name)
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw[name]))
-		dec.DisallowUnknownFields()
-		var k Kind
-		if err := dec.Decode(&k); err != nil {
-			return nil, fmt.Errorf("kind %q: %v (options: unique, join_only, choices, distinct, num_shards, ranked, decrement, auto_sharding, keys_in)", name, err)
+		var options map[string]jsontext.Value
+		if err := json.Unmarshal(raw[name], &options); err != nil {
+			return nil, fmt.Errorf("kind %q: must be an object of options, each once: %v", name, err)
 		}
-		switch {
-		case k.NumShards != 0 && (k.NumShards < MinShards || k.NumShards > MaxShards):
-			return nil, fmt.Errorf("kind %q: num_shards must be between %d and %d", name, MinShards, MaxShards)
-		case k.Decrement != "" && k.Decrement != "admins" && k.Decrement != "users":
-			return nil, fmt.Errorf("kind %q: decrement must be \"admins\" or \"users\"", name)
-		case k.Unique && k.Decrement != "":
-			return nil, fmt.Errorf("kind %q: a unique kind's likes are taken back by their users; decrement is for plain kinds", name)
-		case k.JoinOnly && !k.Unique:
-			return nil, fmt.Errorf("kind %q: join_only goes with unique: true (members who cannot leave)", name)
-		case k.Distinct && (k.Unique || k.JoinOnly || k.Choices != nil || k.Decrement != "" || k.AutoSharding != nil && *k.AutoSharding):
-			return nil, fmt.Errorf("kind %q: distinct counts each user once, approximately, and never removes one: it goes without unique, join_only, choices, decrement or auto_sharding", name)
-		case k.Choices != nil && (k.Unique || k.JoinOnly || k.Decrement != ""):
-			return nil, fmt.Errorf("kind %q: choices count people, one choice each: they go without unique, join_only or decrement", name)
-		case k.Choices != nil:
-			if err := validateChoices(k.Choices); err != nil {
-				return nil, fmt.Errorf("kind %q: %v", name, err)
+		for option := range options {
+			if !slices.Contains(kindOptions, option) {
+				return nil, fmt.Errorf("kind %q: unknown option %q (options: %s)", name, option, strings.Join(kindOptions, ", "))
 			}
-		case k.KeysIn != "" && !isCollectionPath(k.KeysIn):
-			return nil, fmt.Errorf("kind %q: keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"", name)
+		}
+		var given struct {
+			Kind
+			NumShards *int    `json:"num_shards"`
+			Decrement *string `json:"decrement"`
+			KeysIn    *string `json:"keys_in"`
+			Mirror    *string `json:"mirror"`
+		}
+		if err := json.Unmarshal(raw[name], &given); err != nil {
+			return nil, fmt.Errorf("kind %q: %v", name, err)
+		}
+		k := given.Kind
+		k.NumShards, k.Decrement, k.KeysIn, k.Mirror = deref(given.NumShards), deref(given.Decrement), deref(given.KeysIn), deref(given.Mirror)
+		if err := k.validate(given.NumShards != nil, given.Decrement != nil, given.KeysIn != nil, given.Mirror != nil); err != nil {
+			return nil, fmt.Errorf("kind %q: %v", name, err)
 		}
 		k.Name = name
 		out[name] = k
 	}
 	return out, nil
+}
+
+// kindOptions are the options a kind may have, by name.
+var kindOptions = []string{"unique", "join_only", "choices", "distinct", "num_shards", "ranked", "decrement", "auto_sharding", "keys_in", "mirror"}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// validate checks a kind's options against each other; the flags say which
+// options were given (given empty, an option is an error).
+func (k Kind) validate(numShards, decrement, keysIn, mirror bool) error {
+	if numShards && (k.NumShards < MinShards || k.NumShards > MaxShards) {
+		return fmt.Errorf("num_shards must be between %d and %d", MinShards, MaxShards)
+	}
+	if decrement && k.Decrement != "admins" && k.Decrement != "users" {
+		return fmt.Errorf("decrement must be \"admins\" or \"users\"")
+	}
+	if k.Unique && decrement {
+		return fmt.Errorf("a unique kind's likes are taken back by their users; decrement is for plain kinds")
+	}
+	if k.JoinOnly && !k.Unique {
+		return fmt.Errorf("join_only goes with unique: true (members who cannot leave)")
+	}
+	if k.Distinct && (k.Unique || k.JoinOnly || k.Choices != nil || decrement || k.AutoSharding != nil && *k.AutoSharding) {
+		return fmt.Errorf("distinct counts each user once, approximately, and never removes one: it goes without unique, join_only, choices, decrement or auto_sharding")
+	}
+	if k.Choices != nil && (k.Unique || k.JoinOnly || decrement) {
+		return fmt.Errorf("choices count people, one choice each: they go without unique, join_only or decrement")
+	}
+	if k.Choices != nil {
+		if err := validateChoices(k.Choices); err != nil {
+			return err
+		}
+	}
+	if keysIn && !isCollectionPath(k.KeysIn) {
+		return fmt.Errorf("keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"")
+	}
+	if mirror && (!keysIn || !mirrorName.MatchString(k.Mirror)) {
+		return fmt.Errorf("mirror goes with keys_in, and names a field of its documents: 1 to 64 letters, digits or '_', not starting with a digit")
+	}
+	return nil
 }
 
 // validateChoices checks a choice kind's choices: 1 to MaxChoices
@@ -151,6 +207,17 @@ func (k Kind) KeyDocument(id string) (string, bool) {
 		return "", false
 	}
 	return k.KeysIn + "/" + key, true
+}
+
+// MirrorOf is where the roll-up mirrors counter id of the kind: the app's
+// document and its field; false when the kind mirrors none (or the key
+// names no document).
+func (k Kind) MirrorOf(id string) (path, field string, ok bool) {
+	if k.Mirror == "" {
+		return "", "", false
+	}
+	path, ok = k.KeyDocument(id)
+	return path, k.Mirror, ok
 }
 
 // isCollectionPath: an odd number of segments, each a document id.

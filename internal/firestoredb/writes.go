@@ -37,6 +37,17 @@ func UpdateWrite(name string, fields map[string]*pb.Value, mask []string, update
 	}
 }
 
+// PatchWrite sets the fields of mask to the values in fields, on an
+// existing document, whatever its version; the commit fails with NotFound
+// if it does not exist.
+func PatchWrite(name string, fields map[string]*pb.Value, mask []string) *pb.Write {
+	return &pb.Write{
+		Operation:       &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}},
+		UpdateMask:      &pb.DocumentMask{FieldPaths: mask},
+		CurrentDocument: &pb.Precondition{ConditionType: &pb.Precondition_Exists{Exists: true}},
+	}
+}
+
 // SetWrite writes the document name with fields, whatever it held.
 func SetWrite(name string, fields map[string]*pb.Value) *pb.Write {
 	return &pb.Write{Operation: &pb.Write_Update{Update: &pb.Document{Name: name, Fields: fields}}}

@@ -101,9 +101,8 @@ type Reconciler struct {
 
 // New returns the reconciler of cfg over store.
 func New(cfg config.Config, store Store) *Reconciler {
-	return &Reconciler{cfg: cfg, store: store, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, AutoSharding: rollup.AutoSharding{
-		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards,
-		Kinds: cfg.Kinds}})}
+	return &Reconciler{cfg: cfg, store: store, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, Kinds: cfg.Kinds, AutoSharding: rollup.AutoSharding{
+		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})}
 }
 
 // Include returns once counter e.CounterID's roll-up includes the shard

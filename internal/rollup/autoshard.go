@@ -23,7 +23,8 @@ type AutoSharding struct {
 	Interval time.Duration
 	// UserMaxShards caps a counter an end user created (USER_MAX_SHARDS).
 	UserMaxShards int
-	// Kinds say which kinds' counters may grow (a kind's auto_sharding).
+	// Kinds say which kinds' counters may grow (a kind's auto_sharding):
+	// the roller's (Options.Kinds).
 	Kinds counter.Kinds
 }
 

@@ -124,7 +124,10 @@ const SkewMargin = 25 * time.Millisecond
 type Options struct {
 	Cadence      time.Duration
 	AutoSharding AutoSharding
-	Clock        Clock // nil: the real clock
+	// Kinds are the app's kinds: which may grow (AutoSharding), and which
+	// mirror their counts into the app's documents.
+	Kinds counter.Kinds
+	Clock Clock // nil: the real clock
 }
 
 // Roller rolls counters up; it is safe for concurrent use.
@@ -132,6 +135,7 @@ type Roller struct {
 	store   Store
 	cadence time.Duration
 	auto    AutoSharding
+	kinds   counter.Kinds
 	clock   Clock
 	known   *sizedlru.Cache[string, knowledge]
 }
@@ -160,7 +164,9 @@ func New(store Store, opts Options) *Roller {
 	if clock == nil {
 		clock = realClock{}
 	}
-	return &Roller{store: store, cadence: opts.Cadence, auto: opts.AutoSharding, clock: clock, known: known}
+	auto := opts.AutoSharding
+	auto.Kinds = opts.Kinds
+	return &Roller{store: store, cadence: opts.Cadence, auto: auto, kinds: opts.Kinds, clock: clock, known: known}
 }
 
 // Event is a shard write as its event tells it.
@@ -346,8 +352,12 @@ func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums
 	if c.Mode == counter.Distinct {
 		change = 0 // a change of an estimate counts nobody in a window
 	}
-	_, ok, err := r.store.WriteRollup(ctx, counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
-		Reshard: grew || merged, Correct: correct.Count, CorrectCounts: correct.Counts})
+	ru := counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
+		Reshard: grew || merged, Correct: correct.Count, CorrectCounts: correct.Counts}
+	if c.Kind != "" { // the mirror of a kind's counter, in the app's document
+		ru.MirrorPath, ru.MirrorField, _ = r.kinds[c.Kind].MirrorOf(c.ID)
+	}
+	_, ok, err := r.store.WriteRollup(ctx, ru)
 	if ok {
 		writes.Add(ctx, 1)
 		r.learn(c.ID, knowledge{asOf: readTime})

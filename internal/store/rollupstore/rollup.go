@@ -75,6 +75,15 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
 		writes = append(writes, s.choiceWrites(c, r.Changes, choicePeaks)...)
 	}
+	if r.MirrorPath != "" {
+		w, err := s.mirrorWrite(ctx, c, r.MirrorPath, r.MirrorField)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if w != nil {
+			writes = append(writes, w)
+		}
+	}
 	if r.Correct != 0 || r.CorrectCounts != nil {
 		writes = append(writes, s.base.ShardWrite(c.ID, s.base.IntN(c.ID, c.NumShards), shared.ShardChange{Count: r.Correct, Counts: r.CorrectCounts, Commits: 1}))
 	}
