@@ -289,3 +289,41 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 func (c *Client) Reset(ctx context.Context, id string, count int64) error {
 	return c.Call(ctx, http.MethodPost, "resetCounter", map[string]any{"counter_id": id, "count": count}, nil)
 }
+
+// Page is getCounters' answer: a row per counter, in the order asked.
+type Page struct {
+	Counters []Row `json:"counters"`
+}
+
+// Row is one counter of a Page: the roll-up's count (0 for a counter of a
+// kind nobody used) as of AsOf, and what its kind tells the caller; a row
+// that failed has Error, and no Count.
+type Row struct {
+	CounterID string           `json:"counter_id"`
+	Count     *int64           `json:"count,omitempty"`
+	AsOf      string           `json:"as_of,omitempty"`
+	Member    *bool            `json:"member,omitempty"`
+	Choice    *string          `json:"choice,omitempty"`
+	Counts    map[string]int64 `json:"counts,omitempty"`
+	Estimate  bool             `json:"estimate,omitempty"`
+	Error     *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// Counters reads counters ids (at most 200) in one call, each as fresh as
+// the functions' FEED_CACHE.
+func (c *Client) Counters(ctx context.Context, ids []string) (Page, error) {
+	var out Page
+	err := c.Call(ctx, http.MethodPost, "getCounters", map[string]any{"counter_ids": ids}, &out)
+	return out, err
+}
+
+// Feed reads every kind of every key in one call ("likes:post-1",
+// "views:post-1", "likes:post-2", …; at most 200 counters).
+func (c *Client) Feed(ctx context.Context, keys, kinds []string) (Page, error) {
+	var out Page
+	err := c.Call(ctx, http.MethodPost, "getCounters", map[string]any{"keys": keys, "kinds": kinds}, &out)
+	return out, err
+}

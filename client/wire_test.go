@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shardcount/shardcount/internal/core"
+	"github.com/shardcount/shardcount/internal/service"
 	"github.com/shardcount/shardcount/internal/wirejson"
 )
 
@@ -23,6 +24,7 @@ func TestTheClientsAnswersAreTheFunctions(t *testing.T) {
 		{reflect.TypeFor[Ranking](), reflect.TypeFor[core.TopCountersResponse]()},
 		{reflect.TypeFor[Members](), reflect.TypeFor[core.ListMembersResponse]()},
 		{reflect.TypeFor[Erased](), reflect.TypeFor[core.EraseMemberResponse]()},
+		{reflect.TypeFor[Page](), reflect.TypeFor[service.GetCountersResponse]()},
 	} {
 		got, want := wirejson.Names(pair.client), wirejson.Names(pair.function)
 		slices.Sort(got)

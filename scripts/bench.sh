@@ -49,7 +49,7 @@ url() { echo "http://127.0.0.1:$1"; }
 # Functions as deployed, minus authentication (AUTH=off; a token that is
 # sent is still checked, which the likes need).
 common=(AUTH=off "FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST" "FIREBASE_AUTH_EMULATOR_HOST=$FIREBASE_AUTH_EMULATOR_HOST" SHARD_COUNT_CACHE=2s
-  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"], "num_shards": 10}, "viewers": {"distinct": true, "num_shards": 10}}')
+  'COUNTER_KINDS={"likes": {"unique": true, "num_shards": 10}, "views": {"num_shards": 10}, "reactions": {"choices": ["like", "love", "haha", "wow", "sad", "angry"], "num_shards": 10}, "viewers": {"distinct": true, "num_shards": 10}}')
 sc_start on "$tmp/on.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on"
 sc_start on2 "$tmp/on2.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=on "$tmp/devserver" -port "$on2"
 sc_start off "$tmp/off.log" env "${common[@]}" GOOGLE_CLOUD_PROJECT=demo-bench-writes GROUP_COMMIT=off "$tmp/devserver" -port "$off"

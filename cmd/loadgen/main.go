@@ -18,6 +18,10 @@
 //	likes        -users users like and unlike one unique counter at random
 //	reactions    -users users switch their reaction on one choice counter
 //	             (the kind "reactions" of COUNTER_KINDS) at random
+//	feed         a feed's page of 20 posts read three ways (listeners,
+//	             getCounter calls, one getCounters), and a hot page
+//	             (kinds likes, reactions, views and viewers; readers
+//	             signed up against FIREBASE_AUTH_EMULATOR_HOST)
 //
 // -url takes several servers, comma-separated: each request goes to one of
 // them, as a deployment spreads requests over its instances. With
@@ -69,7 +73,7 @@ type flags struct {
 	out, rollupURL, rawProject, noGroupCommitURL string
 	secondURL, rollupTwoURLs, noWindowsURL       string
 	rollupProject                                string
-	soak, cacheWait                              time.Duration
+	soak, cacheWait, feedCache                   time.Duration
 	million, rounds                              int
 	only                                         string
 	millionURL, millionTouchURL, millionProject  string
@@ -104,7 +108,8 @@ func main() {
 	flag.StringVar(&f.noWindowsURL, "rollup-url-no-windows", "", "suite: functions with WINDOWS=off and the roll-up trigger (empty: skip)")
 	flag.StringVar(&f.rollupProject, "rollup-project", "", "suite: emulator project of -rollup-url, where rankings and histories are timed")
 	flag.IntVar(&f.rounds, "rounds", 3, "suite: runs of each mode per measurement, alternating, the median kept")
-	flag.StringVar(&f.only, "only", "", "suite: run one part alone and print its table, writing no results: reactions or views")
+	flag.StringVar(&f.only, "only", "", "suite: run one part alone and print its table, writing no results: reactions, views or feed")
+	flag.DurationVar(&f.feedCache, "feed-cache", time.Second, "feed, suite: FEED_CACHE of the servers")
 	flag.DurationVar(&f.soak, "soak", 3*time.Minute, "suite: length of the soak run (0: skip it)")
 	flag.DurationVar(&f.cacheWait, "cache-wait", 3*time.Second, "suite: SHARD_COUNT_CACHE of the servers, plus a margin")
 	flag.IntVar(&f.million, "million", 200_000, "million, suite: counters bulk-created for the scale benchmark (0.1% of them active); at 1000000 the emulator on a 2-core machine answers commits in over 10 s (bench/README.md)")
@@ -113,7 +118,7 @@ func main() {
 	flag.StringVar(&f.millionProject, "million-project", "demo-bench-million", "million, suite: emulator project of the scale benchmark")
 	flag.StringVar(&f.otelURL, "url-otel", "", "overhead: functions with telemetry on (-url: with it off)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|reactions|million|overhead|suite")
+		fmt.Fprintln(os.Stderr, "usage: loadgen [flags] hot|spread|mixed|lag|soak|instruments|likes|reactions|feed|million|overhead|suite")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -205,6 +210,8 @@ func run(ctx context.Context, f flags, scenario string) error {
 		}
 	case "reactions":
 		result, err = reactionsScenario(ctx, f, opts, fns, counters)
+	case "feed":
+		return feedOnly(ctx, f)
 	case "hot", "spread", "mixed":
 		spec := loadtest.IncrementSpec{Name: scenario, Counters: 1, Shards: f.shards, Rollup: rollup, LagTimeout: f.lagTimeout}
 		if scenario == "spread" {

@@ -45,8 +45,10 @@ func suite(ctx context.Context, f flags, opts loadtest.Options) error {
 		return reactionsOnly(ctx, f, opts)
 	case "views":
 		return viewsOnly(ctx, f, opts)
+	case "feed":
+		return feedOnly(ctx, f)
 	default:
-		return fmt.Errorf("-only %q: the suite has two parts that run alone, reactions and views", f.only)
+		return fmt.Errorf("-only %q: the suite has three parts that run alone, reactions, views and feed", f.only)
 	}
 	raw, err := rawClient(ctx, f.suiteRawProject())
 	if err != nil {

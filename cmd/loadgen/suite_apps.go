@@ -57,6 +57,11 @@ func appsSuite(ctx context.Context, f flags, opts loadtest.Options, s *report.Su
 	if err := viewsSuite(ctx, f, opts, s); err != nil {
 		return err
 	}
+	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") != "" {
+		if err := feedSuite(ctx, f, s); err != nil {
+			return err
+		}
+	}
 
 	if f.secondURL != "" {
 		step("one instance or two: hot counter, 10 shards, concurrency 64, %s each", f.duration)

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/shardcount/internal/firebasemerge"
 	"github.com/shardcount/shardcount/internal/localdev/testenv"
 )
 
@@ -99,10 +100,37 @@ func kinds(t *testing.T) string {
 	return string(b)
 }
 
+// appRules writes the rules of an app such as the guide's: its own (posts
+// any signed-in user reads: the feed's live page listens to them) with
+// shardcount's block merged in, as scripts/firebase-merge.sh does.
+func appRules(t *testing.T, root string) string {
+	t.Helper()
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	block, err := firebasemerge.Block(read("firestore.rules"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, _, err := firebasemerge.Rules(read("internal/firebasemerge/testdata/app/firestore.rules"), block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "firestore.rules")
+	if err := os.WriteFile(path, []byte(merged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestTheWebClient(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	app := testenv.WebClientApp(t, root) // scripts/build-client.sh's package, type-checked and bundled
-	dev := testenv.StartDev(t, root, "AUTH=required", "COUNTER_KINDS="+kinds(t))
+	dev := testenv.StartDev(t, root, "AUTH=required", "COUNTER_KINDS="+kinds(t), "RULES="+appRules(t, root))
 	run := fmt.Sprint(time.Now().UnixNano())
 	env := []string{"PROJECT=demo-shardcount", "RUN=" + run, "AUTH_EMULATOR=" + dev.AuthHost(),
 		"FIRESTORE=" + dev.FirestoreHost()}

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { signInAnonymously } from "firebase/auth";
 import { shardcount } from "shardcount-client";
 import { env, connect } from "./connect.mjs";
-import { like, unlike, view, react, showPost, showReactions, trending } from "./app.mjs";
+import { like, unlike, view, react, showPost, showReactions, trending, feedPage, showFeed } from "./app.mjs";
 
 const users = 20;
 const seed = Number(env("SEED"));
@@ -41,6 +41,11 @@ const stops = people.flatMap((p) => posts.flatMap((post) => [
   showPost(p.sc, p.uid, post, (s) => { p.shown[post] = { ...s }; }),
   showReactions(p.sc, p.uid, post, (s) => { p.mine[post] = { ...s }; }),
 ]));
+
+// One user also keeps the feed's page live: its counts from the posts'
+// mirrored fields.
+let live = {};
+stops.push(showFeed(people[0].sc, posts, (rows) => { live = rows; }));
 
 // A user's session: views each post, then presses hearts, by a plan of
 // its own (the seed and the user's number), whatever the others do. Each
@@ -151,5 +156,50 @@ for (const post of posts) {
   assert.equal(views.count, users, `views of ${post}`);
 }
 console.log(`views: ${users} a post`);
+
+// A new user scrolls five pages of 20 posts in a row, at the default
+// budgets: a client that never retries meets no 429.
+{
+  const { auth, db, functions } = connect("scroller");
+  await signInAnonymously(auth);
+  const sc = shardcount({ functions, firestore: db, maxAttempts: 1 });
+  for (let page = 0; page < 5; page++) {
+    const ids = [...posts, ...Array.from({ length: 15 }, (_, i) => `${posts[0]}-page${page}-${i}`)];
+    const rows = await feedPage(sc, ids);
+    assert.equal(rows.length, 20);
+  }
+  console.log("five pages: 400 counters, within the budgets");
+}
+
+// The feed: every user's page in one call, its counts as everyone pressed
+// (once the roll-up and FEED_CACHE have passed), the user's own heart and
+// reaction exactly, at once.
+await until("every feed", async () => {
+  for (const p of people) {
+    for (const row of await feedPage(p.sc, posts)) {
+      const { postId } = row;
+      assert.equal(row.liked, p.liked.has(postId), `${p.uid}'s heart on ${postId} in the feed`);
+      assert.equal(row.mine, p.reacted[postId] ?? "", `${p.uid}'s reaction on ${postId} in the feed`);
+      const counts = choices.every((c) => (row.reactions[c] ?? 0) === reactions[postId][c]);
+      if (row.likes !== likes[postId] || !counts || row.views !== users || row.viewers !== users) {
+        return `${p.uid}'s feed shows ${JSON.stringify(row)}, want ${likes[postId]} likes, ${JSON.stringify(reactions[postId])}, ${users} views and viewers`;
+      }
+    }
+  }
+});
+console.log(`feed: ${users * posts.length} of ${users * posts.length} right`);
+
+// The live page, from the posts' mirrored fields.
+await until("the live feed", () => {
+  for (const post of posts) {
+    const l = live[`likes:${post}`], r = live[`reactions:${post}`], v = live[`views:${post}`];
+    if (l?.count !== likes[post] || v?.count !== users || choices.some((c) => (r?.counts?.[c] ?? 0) !== reactions[post][c])) {
+      return `the live feed shows ${JSON.stringify([l, r, v])} on ${post}`;
+    }
+  }
+});
+console.log("live feed: the mirrored counts");
+
+
 stops.forEach((stop) => stop());
 process.exit(0);

@@ -58,7 +58,8 @@ func newcomersScenario(t *testing.T, app string, dev *testenv.Dev, env []string)
 	stand, calls := unreliable(t, dev.Functions())
 	out := node(t, app, "scenario.mjs", map[string][]byte{"app.mjs": client},
 		append(env, "SEED="+seed, "POSTS="+strings.Join(posts, ","), "FUNCTIONS="+strings.TrimPrefix(stand, "http://"))...)
-	for _, line := range []string{"counts: 100 of 100 right", "reaction counts: 100 of 100 right", "reactions: ", "trending: the likes of the last hour", "views: 20 a post"} {
+	for _, line := range []string{"counts: 100 of 100 right", "reaction counts: 100 of 100 right", "reactions: ", "trending: the likes of the last hour", "views: 20 a post",
+		"feed: 100 of 100 right", "live feed: the mirrored counts", "five pages: 400 counters, within the budgets"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("no %q:\n%s", line, out)
 		}

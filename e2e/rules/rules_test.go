@@ -253,3 +253,59 @@ func TestAUsersLikes(t *testing.T) {
 		t.Errorf("every member document, as user A: %d, want 403", status)
 	}
 }
+
+// TestMirroredFieldsAreShardcounts: the line docs/guides/social-app.md
+// gives an app's post rule keeps users from writing the fields the roll-up
+// mirrors counts into, and lets the author edit the rest.
+func TestMirroredFieldsAreShardcounts(t *testing.T) {
+	guide := readFile(t, "../../docs/guides/social-app.md")
+	_, after, ok := strings.Cut(guide, "<!-- rules: mirrored fields, in e2e/rules -->\n```\n")
+	line, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/guides/social-app.md gives no rule for mirrored fields")
+	}
+	app := strings.Replace(readFile(t, "../../internal/firebasemerge/testdata/app/firestore.rules"),
+		"match /posts/{postId} {\n", "match /posts/{postId} {\n      "+line, 1)
+	block, err := firebasemerge.Block(readFile(t, "../../firestore.rules"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, _, err := firebasemerge.Rules(app, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := testenv.NewProjectID("mirror")
+	loadRules(t, project, merged)
+	fs := testenv.Firestore(t, project)
+	if _, err := fs.Doc("posts/p1").Set(context.Background(), map[string]any{"author": "user-a", "text": "hi", "likes": 3}); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := testenv.EmulatorHost()
+	patch := func(token, field, value string) int {
+		t.Helper()
+		url := fmt.Sprintf("http://%s/v1/projects/%s/databases/(default)/documents/posts/p1?updateMask.fieldPaths=%s", host, project, field)
+		req, _ := http.NewRequest("PATCH", url, strings.NewReader(`{"fields": {"`+field+`": `+value+`}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	author, other := testenv.ValidIDToken(project, "user-a"), testenv.ValidIDToken(project, "user-b")
+	for _, c := range []struct {
+		who, token, field, value string
+		want                     int
+	}{
+		{"the author", author, "text", `{"stringValue": "edited"}`, 200},
+		{"the author", author, "likes", `{"integerValue": "1000000"}`, 403},
+		{"the author", author, "reactions", `{"mapValue": {}}`, 403},
+		{"another user", other, "text", `{"stringValue": "mine now"}`, 403},
+	} {
+		if got := patch(c.token, c.field, c.value); got != c.want {
+			t.Errorf("%s writes %s: %d, want %d", c.who, c.field, got, c.want)
+		}
+	}
+}

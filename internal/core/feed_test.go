@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +161,26 @@ func TestAHotPageIsReadOncePerBound(t *testing.T) {
 	m.mu.Unlock()
 	if n := reads(user); n != 10 {
 		t.Errorf("past FEED_CACHE a page read %d documents, want 10", n)
+	}
+}
+
+// TestConcurrentPagesReadACounterOnce: twenty readers' pages of the same
+// ten counters, all at once on one instance, read each counter's document
+// once: a read under way is waited for, not repeated.
+func TestConcurrentPagesReadACounterOnce(t *testing.T) {
+	m := newMemCore(t, map[string]string{"FEED_CACHE": "2s"})
+	ctx := context.Background()
+	body := page([]string{"p1", "p2", "p3", "p4", "p5"}, "views", "watchers")
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if _, err := m.GetCounters(ctx, Caller{Function: "f", User: fmt.Sprint("r", i), Addr: "10.2.0.1"}, body); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if reads := m.db.Stats()["feed"].Reads; reads != 10 {
+		t.Errorf("20 pages of 10 counters at once read %d documents, want 10", reads)
 	}
 }

@@ -49,6 +49,8 @@ type op struct {
 	react   bool
 	choice  string
 	byDelta bool
+	// page is a getCounters' counters, in order.
+	page []string
 }
 
 // answer is what a function answered, the fields the invariants read.

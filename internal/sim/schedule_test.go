@@ -57,6 +57,12 @@ func (w *world) randomSchedule() {
 			w.at(t, func() { w.read(noPost, w.pick(), users[w.rng.IntN(len(users))], "") })
 		}
 	}
+	// Feeds' pages, read while the work goes on: a like or a switch lands
+	// while one is read, a deletion and a re-creation too.
+	for range w.rng.IntN(6) {
+		t := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor + lateWrites))))
+		w.at(t, func() { w.feed(w.pick(), users[w.rng.IntN(len(users))]) })
+	}
 	for _, id := range w.counters {
 		if isChoice(id) {
 			w.reactions(id)

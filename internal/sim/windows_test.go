@@ -100,6 +100,13 @@ func (w *world) rankings(n int) {
 type ranked struct {
 	CounterID string `json:"counter_id"`
 	Count     int64  `json:"count"`
+	// A getCounters row's too.
+	AsOf   string  `json:"as_of"`
+	Member *bool   `json:"member"`
+	Choice *string `json:"choice"`
+	Error  *struct {
+		Code string `json:"code"`
+	} `json:"error"`
 }
 
 // checkRanking: a ranking of the current hour is the top of its hour
@@ -134,7 +141,7 @@ func (w *world) checkRanking(o *op, window string) {
 	var want []ranked
 	for id, n := range sums {
 		if rankedIDs[id] && n > 0 {
-			want = append(want, ranked{id, n})
+			want = append(want, ranked{CounterID: id, Count: n})
 		}
 	}
 	slices.SortFunc(want, func(a, b ranked) int {

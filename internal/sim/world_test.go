@@ -163,6 +163,7 @@ func (w *world) environment() map[string]string {
 		"AUTH":                   "required",
 		"FIRESTORE_DEADLINE":     deadline.String(),
 		"SHARD_COUNT_CACHE":      cacheFor.String(),
+		"FEED_CACHE":             feedCache.String(),
 		"ROLLUP_CADENCE":         cadence.String(),
 		"GROUP_COMMIT_MAX_BATCH": strconv.Itoa(maxBatch),
 		"GROUP_COMMIT_MAX_WAIT":  w.cfg.maxWait.String(),

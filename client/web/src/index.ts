@@ -113,6 +113,30 @@ export interface Ranking extends wire.TopCountersResponse {
   counters: wire.RankedCounter[];
 }
 
+/**
+ * A counter of a feed's page, as getCounters answers it: the roll-up's
+ * count (at most FEED_CACHE older than asOf says), and what its kind tells
+ * the reader: their like (member), their reaction (choice, "" for none)
+ * and each reaction's count (counts), whether it is an estimate. A counter
+ * of a kind nobody used is 0. A row that failed has error, and count 0.
+ */
+export interface FeedRow {
+  counterId: string;
+  count: number;
+  asOf: Date | null;
+  member?: boolean;
+  choice?: string;
+  counts?: Record<string, number>;
+  estimate: boolean;
+  error?: { code: string; message: string };
+}
+
+/** Where a kind mirrors its counts into the app's documents (COUNTER_KINDS' keys_in and mirror). */
+export interface Mirror {
+  collection: string;
+  field: string;
+}
+
 /** One of a user's memberships ("my likes"), newest first. */
 export interface Liked {
   counterId: string;
@@ -143,6 +167,23 @@ export interface Shardcount {
   /** A counter's buckets; counts: a choice counter's change of each choice in the bucket. */
   history(counterId: string, granularity: Granularity, range?: { from?: Date; to?: Date }): Promise<{ start: Date; count: number; counts?: Record<string, number> }[]>;
   top(window: Window, options?: { kind?: string; limit?: number; previous?: boolean; choice?: string }): Promise<Ranking>;
+  /**
+   * A feed's page in one call: every kind of every key (at most 200
+   * counters), by counter id ("likes:post-1"), with the reader's own like
+   * and reaction of each.
+   */
+  feed(keys: string[], kinds: string[]): Promise<Record<string, FeedRow>>;
+  /** The counters of ids in one call (at most 200), by id. */
+  counters(counterIds: string[]): Promise<Record<string, FeedRow>>;
+  /**
+   * A feed's page, live with the fewest listeners: the page once (feed),
+   * then its counts from the app's own documents where a kind mirrors
+   * them (mirrors, by kind: one listener a document, whatever its kinds),
+   * and from the counters' documents for the others. The reader's own
+   * like and reaction are the page's: call feed again to see another
+   * device's.
+   */
+  watchFeed(keys: string[], kinds: string[], mirrors: Record<string, Mirror>, onRows: (rows: Record<string, FeedRow>) => void, onError?: (e: Error) => void): Unsubscribe;
   /** Any function, with the same retry rule. */
   call<T>(name: string, data: object): Promise<T>;
 }
@@ -242,8 +283,81 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     };
   }
 
+  // rowsOf reads getCounters' answer, by counter id.
+  function rowsOf(answer: wire.GetCountersResponse): Record<string, FeedRow> {
+    const rows: Record<string, FeedRow> = {};
+    for (const r of answer.counters) {
+      rows[r.counter_id] = {
+        counterId: r.counter_id, count: r.count ?? 0, asOf: r.as_of ? rolledUp(new Date(r.as_of)) : null, estimate: !!r.estimate,
+        ...(r.member !== undefined ? { member: r.member } : {}), ...(r.choice !== undefined ? { choice: r.choice } : {}),
+        ...(r.counts ? { counts: r.counts } : {}), ...(r.error ? { error: { code: r.error.code, message: r.error.message } } : {}),
+      };
+    }
+    return rows;
+  }
+
+  async function feed(keys: string[], kinds: string[]): Promise<Record<string, FeedRow>> {
+    return rowsOf(await call<wire.GetCountersResponse>("getCounters", { keys, kinds }));
+  }
+
+  function watchFeed(keys: string[], kinds: string[], mirrors: Record<string, Mirror>, onRows: (rows: Record<string, FeedRow>) => void, onError?: (e: Error) => void): Unsubscribe {
+    let rows: Record<string, FeedRow> = {};
+    let stops: Unsubscribe[] = [];
+    let stopped = false;
+    const show = () => onRows({ ...rows });
+    const update = (id: string, change: Partial<FeedRow>) => {
+      if (rows[id] && !rows[id].error) rows[id] = { ...rows[id], ...change };
+    };
+    feed(keys, kinds).then((page) => {
+      if (stopped) return;
+      rows = page;
+      show();
+      // One listener a document of the app's, for every kind it mirrors.
+      const byDocument = new Map<string, string[]>();
+      for (const kind of kinds) {
+        const m = mirrors[kind];
+        if (!m) continue;
+        for (const key of keys) {
+          const path = `${m.collection}/${key}`;
+          byDocument.set(path, [...(byDocument.get(path) ?? []), kind]);
+        }
+      }
+      for (const [path, mirrored] of byDocument) {
+        const key = path.slice(path.lastIndexOf("/") + 1);
+        stops.push(onSnapshot(doc(firestore, path), (snap) => {
+          for (const kind of mirrored) {
+            const v = snap.get(mirrors[kind].field);
+            if (typeof v === "number") update(`${kind}:${key}`, { count: v });
+            else if (v && typeof v === "object") update(`${kind}:${key}`, { count: Number(v.count ?? 0), counts: v.counts ?? {} });
+          }
+          show();
+        }, onError));
+      }
+      // The counters' documents of the kinds that mirror nothing.
+      for (const kind of kinds.filter((k) => !mirrors[k])) {
+        for (const key of keys) {
+          const id = `${kind}:${key}`;
+          stops.push(onSnapshot(doc(firestore, "counters", id), (snap) => {
+            if (!snap.exists()) return; // not used yet: the page's 0
+            const c = counterOf(snap.data(), true);
+            update(id, { count: c.count, asOf: c.asOf, ...(rows[id]?.counts ? { counts: c.counts } : {}) });
+            show();
+          }, onError));
+        }
+      }
+    }, (err) => onError?.(err));
+    return () => {
+      stopped = true;
+      stops.forEach((stop) => stop());
+      stops = [];
+    };
+  }
+
   return {
     call,
+    feed,
+    counters: async (counterIds) => rowsOf(await call<wire.GetCountersResponse>("getCounters", { counter_ids: counterIds })),
+    watchFeed,
     increment: (counterId, delta = 1, options = {}) => change(counterId, delta, options.key),
     like: (counterId, options = {}) => change(counterId, 1, options.key),
     unlike: (counterId, options = {}) => change(counterId, -1, options.key),

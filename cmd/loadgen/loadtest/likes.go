@@ -3,12 +3,14 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,4 +217,24 @@ func SignUp(ctx context.Context, host string, n int) ([]string, error) {
 	}
 	wg.Wait()
 	return tokens, errors.Join(errs...)
+}
+
+// UIDOf is the uid an ID token names (its sub), read without checking it:
+// the token is the load generator's own, from SignUp.
+func UIDOf(token string) (string, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("not an ID token")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", err
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.Sub == "" {
+		return "", fmt.Errorf("an ID token without sub: %v", err)
+	}
+	return claims.Sub, nil
 }

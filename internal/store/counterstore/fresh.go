@@ -2,6 +2,7 @@ package counterstore
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,63 +22,76 @@ import (
 // no kind, or a deleted one, is NOT_FOUND; one of a kind nobody used yet
 // is the counter its first use creates (a zero Version): both are
 // remembered too, so a feed of unused posts reads them once a bound.
-// err is the batched read's, or pay's: no counter is answered then.
+// err is a batched read's, or pay's: no counter is answered then.
 func (s *Store) Fresh(ctx context.Context, ids []string, within time.Duration, pay func(reads int) error) ([]counter.Counter, []error, error) {
 	now := s.base.Now()
-	fresh := func(id string) (cachedCounter, bool) { // read within the bound, or since this call began
+	fresh := func(id string) (cachedCounter, bool) { // read within the bound
 		e, ok := s.cached.Get(id)
-		return e, ok && (!e.read.Before(now) || now.Sub(e.read) < within)
+		return e, ok && !now.Before(e.read) && now.Sub(e.read) < within
 	}
-	var mine []string             // read by this call
-	var announced []chan struct{} // of mine, those other calls may wait for
-	var waits []chan struct{}     // reads of other calls this one waits for
+	got := map[string]cachedCounter{}
+	waits := map[string]chan struct{}{}
+	var mine []string                       // read by this call…
+	announced := map[string]chan struct{}{} // …and announced to others: all of them but those another call read for an older bound
 	s.loadMu.Lock()
 	for _, id := range ids {
-		if _, ok := fresh(id); ok {
+		if _, ok := got[id]; ok || waits[id] != nil || slices.Contains(mine, id) {
 			continue
 		}
-		ch, ok := s.loading[id]
-		switch {
-		case ok && within > 0:
-			waits = append(waits, ch)
+		if e, ok := fresh(id); ok {
+			got[id] = e
 			continue
-		case !ok:
-			ch = make(chan struct{})
-			s.loading[id] = ch
-			announced = append(announced, ch)
-		} // with no bound, a read begun before this call is too old: read it again
+		}
+		if ch, ok := s.loading[id]; ok && within > 0 { // with no bound, a read begun before this call is too old
+			waits[id] = ch
+			continue
+		}
+		if _, ok := s.loading[id]; !ok {
+			announced[id] = make(chan struct{})
+			s.loading[id] = announced[id]
+		}
 		mine = append(mine, id)
 	}
 	s.loadMu.Unlock()
-	corrupt, err := s.load(ctx, mine, now, pay)
+	loaded, corrupt, err := s.load(ctx, mine, now, pay)
 	s.loadMu.Lock()
-	for _, ch := range announced {
+	for id, ch := range announced {
 		close(ch)
-	}
-	for _, id := range mine {
-		if ch, ok := s.loading[id]; ok && slices.Contains(announced, ch) {
-			delete(s.loading, id)
-		}
+		delete(s.loading, id)
 	}
 	s.loadMu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, ch := range waits {
+	maps.Copy(got, loaded)
+	// What others read for this call, as they left it in the cache; what
+	// they failed to read, or a later write replaced with an older read,
+	// this call reads itself.
+	var again []string
+	for id, ch := range waits {
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, nil, errs.Retryable(ctx.Err(), time.Second, "the counters' read ended before another request's read of them did; retry")
 		}
+		if e, ok := fresh(id); ok {
+			got[id] = e
+		} else {
+			again = append(again, id)
+		}
 	}
+	more, corruptMore, err := s.load(ctx, again, s.base.Now(), pay)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(got, more)
+	maps.Copy(corrupt, corruptMore)
 	out, outErrs := make([]counter.Counter, len(ids)), make([]error, len(ids))
 	for i, id := range ids {
-		e, ok := fresh(id)
+		e := got[id]
 		switch {
 		case corrupt[id] != nil:
 			outErrs[i] = corrupt[id]
-		case !ok: // another request's read of it failed, or it was forgotten meanwhile
-			outErrs[i] = errs.Retryable(nil, time.Second, "counter %q could not be read now; retry", id)
 		case e.absent && e.c.ID == "":
 			outErrs[i] = notFound(id)
 		default:
@@ -87,16 +101,17 @@ func (s *Store) Fresh(ctx context.Context, ids []string, within time.Duration, p
 	return out, outErrs, nil
 }
 
-// load reads counters ids in one batched read, paid first, and remembers
-// them from start: a counter of a kind nobody used, or of no kind, read
-// absent, as such. It returns the error of each document it could not
-// decode (DATA_LOSS), which it does not remember.
-func (s *Store) load(ctx context.Context, ids []string, start time.Time, pay func(reads int) error) (map[string]error, error) {
+// load reads counters ids in one batched read, paid first, remembers them
+// from start, and returns them: a counter of a kind nobody used, or of no
+// kind, read absent, as such. It returns the error of each document it
+// could not decode (DATA_LOSS), which it does not remember.
+func (s *Store) load(ctx context.Context, ids []string, start time.Time, pay func(reads int) error) (map[string]cachedCounter, map[string]error, error) {
+	loaded, corrupt := map[string]cachedCounter{}, map[string]error{}
 	if len(ids) == 0 {
-		return nil, nil
+		return loaded, corrupt, nil
 	}
 	if err := pay(len(ids)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := make([]string, len(ids))
 	for i, id := range ids {
@@ -104,24 +119,26 @@ func (s *Store) load(ctx context.Context, ids []string, start time.Time, pay fun
 	}
 	docs, _, err := s.db.GetAll(ctx, names, time.Time{})
 	if err != nil {
-		return nil, fs.Classify(err, "read counters")
+		return nil, nil, fs.Classify(err, "read counters")
 	}
-	corrupt := map[string]error{}
 	for i, pd := range docs {
+		id := ids[i]
 		if pd == nil {
 			absent := cachedCounter{read: start, expires: start, absent: true}
-			if kind, ok := s.opts.Kinds.Of(ids[i]); ok {
-				absent.c = kind.Counter(ids[i])
+			if kind, ok := s.opts.Kinds.Of(id); ok {
+				absent.c = kind.Counter(id)
 			}
-			s.cached.Add(ids[i], absent)
+			s.cached.Add(id, absent)
+			loaded[id] = absent
 			continue
 		}
 		c, err := s.decode(pd)
 		if err != nil {
-			corrupt[ids[i]] = err
+			corrupt[id] = err
 			continue
 		}
 		s.Remember(c, start)
+		loaded[id] = cachedCounter{c: c, read: start}
 	}
-	return corrupt, nil
+	return loaded, corrupt, nil
 }

@@ -13,6 +13,7 @@ func appsMarkdown(w io.Writer, s *Suite) {
 	likesMarkdown(w, s)
 	Reactions(w, s.Reactions)
 	Views(w, s.Views)
+	Feed(w, s.Feed)
 	if fl := s.FirstLike; fl != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "**A post's first like** (%d posts whose likes counter, of the kind `likes`, nobody created: each one's first like creates it in the commit that counts it; then a second user's like of each; the function server's own counts, per like):\n\n", fl.Posts)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shardcount/shardcount/cmd/loadgen/loadtest"
+	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/feed"
 	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/reactions"
 	"github.com/shardcount/shardcount/cmd/loadgen/loadtest/views"
 )
@@ -30,6 +31,7 @@ type Suite struct {
 	Likes     []loadtest.LikesReport      `json:"likes,omitempty"`
 	Reactions []reactions.ReactionsReport `json:"reactions,omitempty"`
 	Views     []views.Report              `json:"views,omitempty"`
+	Feed      *feed.Report                `json:"feed,omitempty"`
 	FirstLike *loadtest.FirstLikesReport  `json:"first_likes,omitempty"`
 	Instances *loadtest.InstancesReport   `json:"instances,omitempty"`
 	Windows   *loadtest.WindowsReport     `json:"windows,omitempty"`

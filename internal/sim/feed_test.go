@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+)
+
+// feedCache is the instances' FEED_CACHE: how much older than its read a
+// getCounters row may be.
+const feedCache = time.Second
+
+// feed is a getCounters of a page of counters, by user on instance inst:
+// some of the schedule's counters, at times a counter of a kind nobody
+// uses and one of no kind, read while likes, deletions and re-creations
+// land.
+func (w *world) feed(inst int, user string) *op {
+	var page []string
+	for range 2 + w.rng.IntN(5) {
+		page = append(page, w.counters[w.rng.IntN(len(w.counters))])
+	}
+	if w.rng.IntN(3) == 0 {
+		page = append(page, "views:never-used", "no-kind-"+user)
+	}
+	o := w.newOp("getCounters", strings.Join(page, ","), inst)
+	o.user, o.page = user, page
+	body, _ := json.Marshal(map[string]any{"counter_ids": page})
+	w.send(o, http.MethodPost, string(body), func() { w.checkFeed(o) })
+	return o
+}
+
+// checkFeed: each row of a page that answered is exact as of a moment its
+// staleness bound allows. Its count and as_of are the counter document's
+// at some instant from FEED_CACHE before the request to its answer (or 0,
+// of a kind's counter absent then), never a deleted counter's; its
+// NOT_FOUND, of a counter absent or deleted at some instant then; the
+// reader's membership and choice, exactly their member document's at some
+// instant while the request ran.
+func (w *world) checkFeed(o *op) {
+	if !o.ok() {
+		return
+	}
+	rows := o.answer.Counters
+	if len(rows) != len(o.page) {
+		w.problem("%s answered %d rows for a page of %d", o, len(rows), len(o.page))
+		return
+	}
+	from := o.start.Add(-feedCache)
+	for i, row := range rows {
+		id := o.page[i]
+		docs := w.versions("counters/"+id, from, o.end)
+		switch {
+		case row.CounterID != id:
+			w.problem("%s: row %d is %s, want %s", o, i, row.CounterID, id)
+		case row.Error != nil && row.Error.Code == "NOT_FOUND":
+			if !anyDoc(docs, func(d *pb.Document) bool { return !isLive(d) }) {
+				w.problem("%s: %s answered NOT_FOUND, and it was live from %s to %s", o, id, w.rel(from), w.rel(o.end))
+			}
+		case row.Error != nil:
+			w.problem("%s: %s answered %s", o, id, row.Error.Code)
+		case !anyDoc(docs, func(d *pb.Document) bool {
+			if d == nil {
+				return row.Count == 0 && strings.Contains(id, ":") // of a kind, not used yet
+			}
+			asOf, _ := time.Parse(time.RFC3339Nano, row.AsOf)
+			return isLive(d) && field(d, "count").GetIntegerValue() == row.Count && field(d, "rollup_as_of").GetTimestampValue().AsTime().Equal(asOf)
+		}):
+			w.problem("%s: %s answered %d as of %s, which its document never held from %s to %s", o, id, row.Count, row.AsOf, w.rel(from), w.rel(o.end))
+		case row.Member != nil:
+			held := w.versions("counters/"+id+"/members/"+o.user, o.start, o.end)
+			if !anyDoc(held, func(d *pb.Document) bool {
+				return (d != nil) == *row.Member && (row.Choice == nil || field(d, "choice").GetStringValue() == *row.Choice)
+			}) {
+				w.problem("%s: %s told %s member %v choice %v, which their member document never said while it ran", o, id, o.user, *row.Member, row.Choice)
+			}
+		}
+	}
+}
+
+// versions are the document at path (under the root) as it was at from,
+// and as each commit from then to to left it (the instances' clock).
+func (w *world) versions(path string, from, to time.Time) []*pb.Document {
+	name := root + path
+	var out []*pb.Document
+	at := w.fs(from)
+	for _, d := range w.model.Documents(name, at) {
+		if d.GetName() == name {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, nil)
+	}
+	for _, rec := range w.commits {
+		if rec.when.Before(from) || rec.when.After(to) {
+			continue
+		}
+		for _, ch := range rec.changes {
+			if ch.Name == name {
+				out = append(out, ch.After)
+			}
+		}
+	}
+	return out
+}
+
+func anyDoc(docs []*pb.Document, ok func(*pb.Document) bool) bool {
+	for _, d := range docs {
+		if ok(d) {
+			return true
+		}
+	}
+	return false
+}
