@@ -68,7 +68,11 @@ func feedSuite(ctx context.Context, f flags, s *report.Suite) error {
 	if err != nil {
 		return err
 	}
-	r.Ways = append(r.Ways, each, one)
+	alone, err := feed.CountsAlone(ctx, fns, page, feedPages)
+	if err != nil {
+		return err
+	}
+	r.Ways = append(r.Ways, each, one, alone)
 	r.OneGetCounter = feed.OneGetCounter(ctx, fns, "likes:"+page.Posts[0], reader, 200)
 	step("feed: a hot page, %d new readers, 64 at once", hotReaders)
 	if r.Hot, err = feed.HotPage(ctx, fns, page, tokens[1+feedPages:], 64, f.feedCache); err != nil {

@@ -8,10 +8,12 @@ package memberstore
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 
 	"github.com/shardcount/shardcount/internal/counter"
@@ -57,19 +59,26 @@ func (s *Store) Holds(ctx context.Context, uid string, ids []string) (map[string
 	if counter.ValidateMemberID(uid) != nil {
 		return held, nil // no member document can name them
 	}
-	for chunk := range slices.Chunk(ids, MaxHeldPerQuery) {
-		docs, err := s.db.Query(ctx, s.HoldsQuery(uid, chunk))
-		if err != nil {
-			return nil, fs.Classify(err, "read a reader's memberships")
-		}
-		for _, pd := range docs {
-			d := fs.DocOf(pd)
-			if id := dm.CounterOfMember(s.db.Path(pd.GetName()), uid); id != "" && d.Str(dm.FieldCounterID) == id {
-				held[id] = d.Str(dm.FieldChoice)
+	var mu sync.Mutex
+	g, ctx := errgroup.WithContext(ctx)
+	for chunk := range slices.Chunk(ids, MaxHeldPerQuery) { // at once: a page's wait is one query's
+		g.Go(func() error {
+			docs, err := s.db.Query(ctx, s.HoldsQuery(uid, chunk))
+			if err != nil {
+				return fs.Classify(err, "read a reader's memberships")
 			}
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, pd := range docs {
+				d := fs.DocOf(pd)
+				if id := dm.CounterOfMember(s.db.Path(pd.GetName()), uid); id != "" && d.Str(dm.FieldCounterID) == id {
+					held[id] = d.Str(dm.FieldChoice)
+				}
+			}
+			return nil
+		})
 	}
-	return held, nil
+	return held, g.Wait()
 }
 
 // HoldsQuery is Holds' query of counters ids (at most

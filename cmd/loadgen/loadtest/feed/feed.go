@@ -200,6 +200,22 @@ func GetCounters(ctx context.Context, f *loadtest.Functions, page Page, readers 
 	return Way{Name: "1 getCounters call", Stats: reads.stats, Calls: 1, Reads: reads.perPage(pages)}, err
 }
 
+// CountsAlone reads the page in one call as a caller with no uid (an
+// app's backend): its counts alone, warm, with no reader's state to query.
+func CountsAlone(ctx context.Context, f *loadtest.Functions, page Page, pages int) (Way, error) {
+	body := map[string]any{"keys": page.Posts, "kinds": page.Kinds}
+	call := func(ctx context.Context) error {
+		_, err := f.DoAs(ctx, f.Bases[0], "", "POST", "getCounters", "", body, nil)
+		return err
+	}
+	reads, err := readsOf(ctx, f, "feed", func() loadtest.Stats {
+		return loadtest.Run(ctx, loadtest.Options{Concurrency: 1, Requests: int64(pages)}, func(ctx context.Context, _ int) loadtest.Outcome {
+			return loadtest.Outcome{OK: call(ctx) == nil}
+		})
+	}, call)
+	return Way{Name: "1 getCounters call, the counts alone (no reader)", Stats: reads.stats, Calls: 1, Reads: reads.perPage(pages)}, err
+}
+
 // OneGetCounter times single eventual reads of one counter.
 func OneGetCounter(ctx context.Context, f *loadtest.Functions, id, reader string, n int) loadtest.Stats {
 	return loadtest.Run(ctx, loadtest.Options{Concurrency: 1, Requests: int64(n)}, func(ctx context.Context, _ int) loadtest.Outcome {
