@@ -411,9 +411,10 @@ func randomOp(r *rand.Rand, commits int) op {
 // filter with an ordering, a collection group, the activity index's (an
 // "in" filter, a time range, two orderings and a cursor of a time and an
 // id), a ranking's (an equality, a range, descending, ties by a second
-// field that a document must hold to be ranked).
+// field that a document must hold to be ranked), a reader's memberships of
+// a page (a collection group, an equality and an "in" filter).
 func randomQuery(r *rand.Rand, commits int) op {
-	shape := r.IntN(6)
+	shape := r.IntN(7)
 	w0 := time.Unix(1_800_000_000+r.Int64N(6), 0)
 	cursor := time.Unix(1_800_000_000+r.Int64N(5), r.Int64N(1_000_000_000))
 	in := []any{"v0", "v1", "v2"}[:1+r.IntN(3)]
@@ -445,8 +446,10 @@ func randomQuery(r *rand.Rand, commits int) op {
 			} else {
 				q = q.Where("w", ">=", cursor)
 			}
-		default:
+		case 5:
 			q = c.Collection(coll).Where("s", "==", in[len(in)-1]).Where("n", ">", v).OrderBy("n", firestore.Desc).OrderBy("m", firestore.Asc).Limit(limit)
+		default:
+			q = c.CollectionGroup("s").Where("n", "==", v).Where("s", "in", in)
 		}
 		req, err := queryRequest(q, w.root)
 		if err != nil {
