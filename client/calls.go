@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // The functions, typed. Each takes what its docs/reference/api.md section
@@ -94,12 +95,17 @@ type Erased struct {
 	Skipped       int    `json:"skipped"`
 	Complete      bool   `json:"complete"`
 	NextPageToken string `json:"next_page_token,omitempty"`
+	// RetryAfterSeconds: the next call no sooner (the last pass waits for
+	// every instance to refuse the user's tokens of before).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 }
 
 // EraseMember removes user uid from every unique counter (account
-// deletion, GDPR erasure), calling eraseMember until it is complete. It
-// returns how many counters it removed them from in all. Disable the
-// account first: a user still signed in could like again meanwhile.
+// deletion, GDPR erasure), calling eraseMember until it is complete,
+// waiting when it says to (about ERASURE_CHECK + FIRESTORE_DEADLINE, 40 s
+// by default, in all). It returns how many counters it removed them from
+// in all. Once it begins, the user's tokens issued before are refused
+// everywhere: what they make after is undone by its last pass.
 func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {
 	total, token, idle := 0, "", 0
 	for {
@@ -111,13 +117,20 @@ func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {
 		if out.Complete {
 			return total, nil
 		}
-		if idle++; out.Counters > 0 || out.NextPageToken != token {
+		if idle++; out.Counters > 0 || out.NextPageToken != token || out.RetryAfterSeconds > 0 {
 			idle = 0
 		}
 		if idle == 3 {
 			return total, fmt.Errorf("eraseMember made no progress in %d calls", idle)
 		}
 		token = out.NextPageToken
+		if out.RetryAfterSeconds > 0 {
+			select {
+			case <-time.After(time.Duration(out.RetryAfterSeconds) * time.Second):
+			case <-ctx.Done():
+				return total, ctx.Err()
+			}
+		}
 	}
 }
 

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		"RATE_LIMITS":          unlimited,
 		"ADDRESS_RATE_LIMITS":  unlimited,
 		"LOG_LEVEL":            "warn",
+		// An erasure's last pass waits ERASURE_CHECK + FIRESTORE_DEADLINE.
+		"ERASURE_CHECK":      "1s",
+		"FIRESTORE_DEADLINE": "5s",
 	})
 	os.Exit(m.Run())
 }

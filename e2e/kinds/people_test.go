@@ -119,24 +119,7 @@ func TestEraseMember(t *testing.T) {
 		t.Errorf("a user's eraseMember: %s, want 403", r)
 	}
 	for pass, want := range []int{113, 0} {
-		erased, skipped, token := 0, 0, ""
-		for calls := 0; ; calls++ {
-			r := call(t, backend, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q,"page_token":%q}`, uid, token))
-			var out struct {
-				UID               string
-				Counters, Skipped int
-				Complete          bool
-				NextPageToken     string `json:"next_page_token"`
-			}
-			r.Decode(t, &out)
-			if r.Status != http.StatusOK || out.UID != uid || calls == 10 {
-				t.Fatalf("erasure %d, call %d: %s", pass+1, calls+1, r)
-			}
-			erased, skipped, token = erased+out.Counters, skipped+out.Skipped, out.NextPageToken
-			if out.Complete {
-				break
-			}
-		}
+		erased, skipped := erase(t, backend, uid)
 		if erased != want || skipped < 1 {
 			t.Errorf("erasure %d: %d counters, %d skipped; want %d and the app's own document skipped", pass+1, erased, skipped, want)
 		}
@@ -150,6 +133,32 @@ func TestEraseMember(t *testing.T) {
 		if len(m.Members) != 1 || m.Members[0].UID != "gina-friend-"+run {
 			t.Errorf("%s's members after the erasure: %v", id, m.Members)
 		}
+	}
+}
+
+// erase erases uid as token (an admin) until complete, waiting as each
+// call says: the counters it removed them from, and those it skipped.
+func erase(t *testing.T, token, uid string) (erased, skipped int) {
+	t.Helper()
+	next := ""
+	for calls := 0; ; calls++ {
+		r := call(t, token, "POST", "eraseMember", fmt.Sprintf(`{"uid":%q,"page_token":%q}`, uid, next))
+		var out struct {
+			UID               string
+			Counters, Skipped int
+			Complete          bool
+			NextPageToken     string `json:"next_page_token"`
+			RetryAfter        int    `json:"retry_after_seconds"`
+		}
+		r.Decode(t, &out)
+		if r.Status != http.StatusOK || out.UID != uid || calls == 10 {
+			t.Fatalf("erasure, call %d: %s", calls+1, r)
+		}
+		erased, skipped, next = erased+out.Counters, skipped+out.Skipped, out.NextPageToken
+		if out.Complete {
+			return erased, skipped
+		}
+		time.Sleep(time.Duration(out.RetryAfter) * time.Second)
 	}
 }
 
@@ -214,7 +223,7 @@ func membersQuery(t *testing.T, token, uid, kind string) []string {
 func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
 	ctx := context.Background()
 	backend := goClient(t, "backend-go-"+run)
-	uid, id := "ivy-"+run, "likes:go-"+run
+	uid, id := "go-member-"+run, "likes:go-"+run
 	liked, err := backend.LikeFor(ctx, id, uid, true)
 	if err != nil || liked.Changed == nil || !*liked.Changed {
 		t.Fatalf("LikeFor: %+v, %v", liked, err)
@@ -284,5 +293,27 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 	}
 	if got := membersQuery(t, tokens[0], uids[0], "likes"); !slices.Contains(got, id) {
 		t.Errorf("old-liker-0's likes by kind after reconcile: %v", got)
+	}
+}
+
+// TestErasingOverAnOrphan: a member document whose counter's document was
+// deleted by hand is deleted by the erasure, and the counter is not
+// created again at −1.
+func TestErasingOverAnOrphan(t *testing.T) {
+	owner, backend := user(t, "orphan-owner"), admin(t)
+	uid, id := "orphan-owner-"+run, "likes:orphaned-"+run
+	if r := call(t, owner, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	fs := testenv.Firestore(t, project)
+	if _, err := fs.Doc("counters/" + id).Delete(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	erase(t, backend, uid)
+	if snap, err := fs.Doc("counters/" + id).Get(context.Background()); err == nil {
+		t.Errorf("the erasure created the counter again: %v", snap.Data())
+	}
+	if _, err := fs.Doc("counters/" + id + "/members/" + uid).Get(context.Background()); err == nil {
+		t.Error("the orphan member document is still there")
 	}
 }

@@ -88,7 +88,7 @@ func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (httpapi.C
 	switch {
 	case err == nil:
 		admin, _ := t.Claims["admin"].(bool)
-		caller := httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous", Admin: admin}
+		caller := httpapi.Caller{UID: t.UID, Anonymous: t.Firebase.SignInProvider == "anonymous", Admin: admin, IssuedAt: time.Unix(t.IssuedAt, 0)}
 		expires := time.Unix(t.Expires, 0)
 		if limit := v.now().Add(recheckEvery); expires.After(limit) {
 			expires = limit
@@ -97,7 +97,13 @@ func (v *Verifier) Authenticate(ctx context.Context, r *http.Request) (httpapi.C
 		return caller, nil
 	case fbauth.IsIDTokenExpired(err):
 		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token has expired; get a fresh one from the Firebase SDK")
-	case fbauth.IsIDTokenInvalid(err), fbauth.IsUserDisabled(err), fbauth.IsIDTokenRevoked(err), fbauth.IsUserNotFound(err):
+	case fbauth.IsUserDisabled(err):
+		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: this account is disabled")
+	case fbauth.IsIDTokenRevoked(err):
+		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token was revoked (the account's sessions were revoked after it was issued); sign in again")
+	case fbauth.IsUserNotFound(err):
+		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the account of this ID token was deleted")
+	case fbauth.IsIDTokenInvalid(err):
 		return httpapi.Caller{}, errs.Wrap(errs.Unauthenticated, err, "Authorization: the ID token is not valid for this project")
 	}
 	// Fetching Google's keys (or reaching the Auth emulator) failed.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,39 @@ func TestVerifiedTokensAreRemembered(t *testing.T) {
 	for range 2 {
 		if _, err := v.Authenticate(context.Background(), bad); err == nil {
 			t.Fatal("a token of another project was accepted")
+		}
+	}
+}
+
+// TestAnAccountsStateIsNamed: a disabled account, one whose sessions were
+// revoked after its token was issued, and a deleted one are each told so,
+// not that the token is not valid for the project. The Auth emulator's
+// lookup answers each state here (a stand-in: the SDK checks them on
+// every token in emulator mode, by this lookup).
+func TestAnAccountsStateIsNamed(t *testing.T) {
+	var answer atomic.Value
+	emu := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(answer.Load().(string)))
+	}))
+	defer emu.Close()
+	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", strings.TrimPrefix(emu.URL, "http://"))
+	v, err := New(context.Background(), "demo-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, lookup, want string
+	}{
+		{"disabled", `{"users":[{"localId":"u1","disabled":true}]}`, "this account is disabled"},
+		{"revoked", `{"users":[{"localId":"u1","validSince":"` + strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10) + `"}]}`, "was revoked"},
+		{"deleted", `{}`, "was deleted"},
+	} {
+		answer.Store(tc.lookup)
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Authorization", "Bearer "+unsignedToken("demo-p", "u1", nil))
+		if _, err := v.Authenticate(context.Background(), req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("a %s account: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

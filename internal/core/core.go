@@ -34,6 +34,9 @@ type Caller struct {
 	// Admin is true for a token with the custom claim admin: true, and for
 	// every caller with AUTH=off.
 	Admin bool
+	// IssuedAt is when the caller's ID token was issued (zero: none): a
+	// token issued before the user's erasure began makes nothing after it.
+	IssuedAt time.Time
 	// Addr is the caller's network address, for budgets.
 	Addr string
 	// AppToken is a digest of the caller's valid App Check token, whose
@@ -94,6 +97,10 @@ type Members interface {
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
+	// RecordErasure records that uid's erasure began, until expires;
+	// ErasuresSince returns those recorded after since, by uid.
+	RecordErasure(ctx context.Context, uid string, began, expires time.Time) error
+	ErasuresSince(ctx context.Context, since time.Time) (map[string]time.Time, error)
 }
 
 // Increments add to counters' shards.
@@ -170,6 +177,7 @@ type Core struct {
 	limiter    *ratelimit.Limiter
 	batcher    *groupcommit.Batcher[increment.Op, increment.Result]
 	readsPaid  map[ratelimit.Budget]int
+	erasures   erasureGate
 }
 
 // New returns the core of cfg over stores.

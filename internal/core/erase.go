@@ -32,6 +32,11 @@ type EraseMemberResponse struct {
 	Skipped       int    `json:"skipped"`
 	Complete      bool   `json:"complete"`
 	NextPageToken string `json:"next_page_token,omitempty"`
+	// RetryAfterSeconds, with Complete false: call again with
+	// NextPageToken no sooner; the last pass waits until every instance
+	// refuses the user's tokens of before (ERASURE_CHECK) and the commits
+	// they sent have landed (FIRESTORE_DEADLINE).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 }
 
 // erasePage is how many memberships one step of an erasure removes: one
@@ -43,10 +48,14 @@ const erasePage = 100
 // exactly one, in the commit that deletes the member document, by the
 // path every unlike takes. A call goes on while half its deadline is
 // left; its page token holds when the erasure began and where it stopped.
-// Once a pass reaches the oldest membership, the memberships since the
-// erasure began (likes made meanwhile, newest first) are gone over again;
-// it is complete when none is left to remove. A call after completion
-// changes nothing.
+// Its first call records when it began: from then on, within
+// ERASURE_CHECK, every instance refuses the user's tokens issued before
+// (erasures.go). Once a pass reaches the oldest membership, and every
+// instance refuses those tokens and what they sent has landed
+// (RetryAfterSeconds says when), the memberships since the erasure began
+// (likes made meanwhile, newest first) are gone over again; it is
+// complete when none is left to remove. A call after completion, without
+// a page token, begins another erasure.
 func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemberRequest) (EraseMemberResponse, error) {
 	if !caller.Admin {
 		return EraseMemberResponse{}, errs.New(errs.PermissionDenied, "eraseMember is for admins (your app's backend)")
@@ -60,9 +69,21 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 		return EraseMemberResponse{}, err
 	}
 	if cur.began.IsZero() {
+		// The erasure begins: every instance refuses the user's tokens
+		// issued before, within ERASURE_CHECK.
 		cur.began = core.now()
+		if err := core.members.RecordErasure(ctx, uid, cur.began, cur.began.Add(tokenLife)); err != nil {
+			return EraseMemberResponse{}, err
+		}
+		core.erasures.mu.Lock()
+		core.erasures.noteLocked(uid, cur.began)
+		core.erasures.mu.Unlock()
 	}
 	resp := EraseMemberResponse{UID: uid}
+	// The last pass, over what came since the erasure began, goes once no
+	// token of before can make anything: every instance has looked, and
+	// what they admitted before has landed.
+	lastPass := cur.began.Add(core.cfg.ErasureCheck + core.cfg.FirestoreDeadline + time.Second)
 	stopAt := core.now().Add(core.cfg.FirestoreDeadline / 2)
 	if d, ok := ctx.Deadline(); ok {
 		stopAt = core.now().Add(d.Sub(core.now()) / 2)
@@ -77,12 +98,16 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 			page = slices.DeleteFunc(page, func(m counter.Membership) bool { return m.JoinedAt.Before(cur.began.Add(-eraseSlack)) })
 		}
 		if len(page) == 0 {
-			if cur.since || cur.after.Path == "" && resp.Counters == 0 {
-				resp.Complete = true // nothing since the erasure began, or nothing at all
+			if cur.since {
+				resp.Complete = true // nothing left since the erasure began
 				return resp, nil
 			}
 			cur.after, cur.since = counter.Membership{}, true // from the newest again, those since it began
 			resp.NextPageToken = cur.token()
+			if wait := lastPass.Sub(core.now()); wait > 0 {
+				resp.RetryAfterSeconds = int((wait + time.Second - 1) / time.Second)
+				return resp, nil
+			}
 			continue
 		}
 		cur.after = page[len(page)-1]
@@ -113,7 +138,7 @@ func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, p
 			skipped++ // an app's own members document
 			continue
 		}
-		items = append(items, IncrementItem{CounterID: &page[i].CounterID, Delta: &leave, Member: &uid})
+		items = append(items, IncrementItem{CounterID: &page[i].CounterID, Delta: &leave, Member: &uid, erase: true})
 	}
 	for _, r := range core.increment(ctx, caller, items, nil, true) {
 		switch e, _ := errors.AsType[*errs.Error](r.Err); {

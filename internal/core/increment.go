@@ -32,6 +32,9 @@ type IncrementItem struct {
 	// Choice, on a choice counter: the caller's choice, in place of any
 	// other; "" removes it.
 	Choice *string `json:"choice"`
+	// erase marks eraseMember's items (never a client's): each plays last
+	// in its commit (increment.Op.Erase).
+	erase bool
 }
 
 // IncrementCounterRequest is the input of incrementCounter: one increment,
@@ -246,7 +249,7 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		a = authorized{c: c, fresh: fresh}
 		read[id] = a
 	}
-	op.User, op.Counter, op.Fresh = caller.User, a.c, a.fresh
+	op.User, op.Counter, op.Fresh, op.Erase = caller.User, a.c, a.fresh, item.erase
 	return op, modes[a.c.Mode].take(core, caller, a.c, &op, item)
 }
 

@@ -34,6 +34,7 @@ const testKinds = `{"views": {"num_shards": 2}, "likes": {"unique": true, "num_s
 type memCore struct {
 	*Core
 	db  *fs.DB
+	cfg config.Config
 	mu  sync.Mutex
 	now time.Time
 }
@@ -56,16 +57,31 @@ func newMemCore(t *testing.T, env map[string]string) *memCore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	base := shared.New(db, shared.Options{Now: clock})
+	m.db, m.cfg = db, cfg
+	m.Core = m.another()
+	return m
+}
+
+// another is another instance's core over the same Firestore: its caches
+// of its own, the same clock.
+func (m *memCore) another() *Core {
+	clock := func() time.Time { m.mu.Lock(); defer m.mu.Unlock(); return m.now }
+	cfg := m.cfg
+	base := shared.New(m.db, shared.Options{Now: clock})
 	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds, Calendar: cfg.Calendar})
-	m.db = db
-	m.Core = New(cfg, Stores{
+	return New(cfg, Stores{
 		Counters: counters, Members: memberstore.New(base), Apps: appstore.New(base),
 		Increments:  incrementstore.New(base, counters, incrementstore.Options{ShardCountCache: cfg.ShardCountCache, Windows: cfg.Windows, Calendar: cfg.Calendar}),
-		Windows:     windowstore.New(db, cfg.Calendar),
-		Instruments: instrumentstore.New(db, 1, []byte("test")), ReadsPerIncrement: incrementstore.MaxReadsPerOp, ReadsPerReset: incrementstore.ResetReads,
+		Windows:     windowstore.New(m.db, cfg.Calendar),
+		Instruments: instrumentstore.New(m.db, 1, []byte("test")), ReadsPerIncrement: incrementstore.MaxReadsPerOp, ReadsPerReset: incrementstore.ResetReads,
 	}, Options{Now: clock})
-	return m
+}
+
+// advance moves the clock on by d.
+func (m *memCore) advance(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = m.now.Add(d)
 }
 
 // Callers of each role.

@@ -147,7 +147,11 @@ func readsPaid(perIncrement, perReset, perQuery int) map[ratelimit.Budget]int {
 // within a request's deadline.
 const purgeReads = 100_000
 
-// Admit spends an end user's budget for a call, before its body is read.
+// Admit spends an end user's budget for a call, before its body is read,
+// and refuses a token issued before its user's erasure began.
 func (core *Core) Admit(ctx context.Context, caller Caller) error {
-	return core.allow(ctx, caller, ratelimit.Call, 1)
+	if err := core.allow(ctx, caller, ratelimit.Call, 1); err != nil {
+		return err
+	}
+	return core.admitAfterErasure(ctx, caller)
 }

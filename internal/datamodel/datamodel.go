@@ -29,6 +29,9 @@ const (
 	Bound       = "bound"            // counters/{id}/bound/guard
 	Activity    = "counter_activity" // counter_activity/{id}
 	Instruments = "instruments"      // the sharded-timestamps example
+	// Erasures are the users whose erasure (eraseMember) began within an ID
+	// token's life: began_at, written_at, expire_at (TTL).
+	Erasures = "shardcount_erasures"
 	// State holds the project's own bookkeeping (the reconcile cursor);
 	// no rule lets clients read it.
 	State = "shardcount"
@@ -125,6 +128,9 @@ const (
 	// Of the documents Firestore's TTL deletes: keys' records, slots,
 	// buckets.
 	FieldExpireAt = "expire_at"
+	// Of an erasure: when it began, and when its record was written.
+	FieldBeganAt   = "began_at"
+	FieldWrittenAt = "written_at"
 )
 
 // Paths of documents and collections, relative to the database's
@@ -138,6 +144,7 @@ func Guard(id string) string                    { return UnderCounter(id, Bound)
 func MemberKindsProgress(id string) string      { return UnderCounter(id, Bound) + "/member_kinds" }
 func Marker(id string) string                   { return Activity + "/" + id }
 func ReconcileCursor() string                   { return State + "/reconcile" }
+func Erasure(uid string) string                 { return Erasures + "/" + uid }
 
 func Slot(id string, due time.Time) string {
 	return UnderCounter(id, Slots) + "/" + strconv.FormatInt(due.UnixNano(), 10)

@@ -14,6 +14,8 @@ type Caller struct {
 	UID       string
 	Anonymous bool // signed in with Firebase anonymous sign-in
 	Admin     bool // the token carries the custom claim admin: true
+	// IssuedAt is when the token was issued (its iat, to the second).
+	IssuedAt time.Time
 }
 
 // Authenticator returns the caller of a request that carries an
@@ -54,7 +56,7 @@ func (e *Edge) identify(ctx context.Context, req *Request) error {
 	if c.err != nil {
 		return c.err
 	}
-	req.User, req.Anonymous, req.Admin = c.caller.UID, c.caller.Anonymous, c.caller.Admin || !e.AuthRequired
+	req.User, req.Anonymous, req.Admin, req.IssuedAt = c.caller.UID, c.caller.Anonymous, c.caller.Admin || !e.AuthRequired, c.caller.IssuedAt
 	logging.Annotate(ctx, "user", c.caller.UID)
 	return nil
 }

@@ -48,6 +48,8 @@ type Request struct {
 	// Admin is true for a token with the custom claim admin: true, and for
 	// every caller with AUTH=off.
 	Admin bool
+	// IssuedAt is when the caller's ID token was issued (zero: none).
+	IssuedAt time.Time
 	// ClientAddr is the caller's network address, for budgets
 	// (Proxies.ClientAddr).
 	ClientAddr string

@@ -36,6 +36,10 @@ type Op struct {
 	// Choice, on a choice counter: the choice the op sets for User, in
 	// place of any other ("": removes it; Delta is then −1, else +1).
 	Choice string
+	// Erase is an erasure's −1 (eraseMember): it plays after every other
+	// op of its commit, so whatever of the user's own lands beside it,
+	// the user leaves.
+	Erase bool
 }
 
 // Result is the outcome of one Op.

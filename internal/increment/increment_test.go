@@ -29,6 +29,9 @@ func add(user string, delta int64, key ...string) Op {
 	return op
 }
 
+// erase is an erasure's −1 of user (eraseMember's).
+func erase(user string) Op { return Op{User: user, Delta: -1, Erase: true} }
+
 // outcome is a Result in a line, for tables.
 func outcome(r Result) string {
 	switch {
@@ -157,6 +160,15 @@ func TestUniqueCountersToggleMembers(t *testing.T) {
 		{"a like and an unlike of a first use, keyed: the records and the counter are written", unused, map[string]Membership{"u": {}},
 			[]Op{add("u", 1, "k1"), add("u", -1, "k2")}, 0, nil, nil, 2, true,
 			[]string{"+1 shard -1 member true changed true", "-1 shard -1 member false changed true"}},
+		{"an erasure and the user's own like in one batch: the erasure plays last, the user leaves", unique, map[string]Membership{"u": member},
+			[]Op{erase("u"), add("u", 1)}, -1, nil, []string{"u"}, 0, false,
+			[]string{"-1 shard 1 member false changed true", "+1 shard -1 member true changed false"}},
+		{"the user's like, then an erasure: the user leaves", unique, map[string]Membership{"u": member},
+			[]Op{add("u", 1), erase("u")}, -1, nil, []string{"u"}, 0, false,
+			[]string{"+1 shard -1 member true changed false", "-1 shard 1 member false changed true"}},
+		{"a like landing with the erasure of another user plays in order", unique, map[string]Membership{"u": member, "v": {}},
+			[]Op{erase("u"), add("v", 1), add("u", -1)}, 0, []string{"v"}, []string{"u"}, 0, false,
+			[]string{"-1 shard -1 member false changed false", "+1 shard -1 member true changed true", "-1 shard -1 member false changed true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plans, results := run(New(tc.c, 1, tc.ops), tc.members)
@@ -418,6 +430,45 @@ func TestAFirstUseThatFindsAMemberIsOutdated(t *testing.T) {
 		// members left): the commit creates it, rather than racing forever.
 		if b.StillAbsent(); b.Outdated(tc.members) {
 			t.Errorf("%s: outdated after the counter was read again, still absent", tc.name)
+		}
+	}
+}
+
+// TestOrphansCountForNothing: member documents read where the counter is
+// absent, read again (its document deleted by hand), are orphans: an
+// unlike or an erasure deletes one without creating the counter or
+// counting −1; a like replaces it, counted once.
+func TestOrphansCountForNothing(t *testing.T) {
+	orphan := map[string]Membership{"u": {Member: true, Version: created}}
+	for _, tc := range []struct {
+		name    string
+		ops     []Op
+		net     int64
+		joins   int
+		orphans int
+		creates bool
+		result  string
+	}{
+		{"an unlike", []Op{add("u", -1)}, 0, 0, 1, false, "-1 shard -1 member false changed false"},
+		{"an erasure", []Op{erase("u")}, 0, 0, 1, false, "-1 shard -1 member false changed false"},
+		{"a like", []Op{add("u", 1)}, 1, 1, 0, true, "+1 shard 1 member true changed true"},
+	} {
+		b := New(unused, 1, tc.ops)
+		b.Next()
+		if !b.Outdated(orphan) {
+			t.Fatalf("%s: a member of a counter read absent is not Outdated", tc.name)
+		}
+		b.StillAbsent()
+		p := b.Plan(orphan, now)
+		if p.Net != tc.net || len(p.Joins) != tc.joins || len(p.Orphans) != tc.orphans || p.Creates != tc.creates || p.Empty() {
+			t.Errorf("%s: plan %+v, want net %d, %d joins, %d orphans deleted, creates %v", tc.name, p, tc.net, tc.joins, tc.orphans, tc.creates)
+		}
+		if tc.joins > 0 && !p.Joins[0].Version.Equal(created) {
+			t.Errorf("%s: the join over the orphan is not on its version: %+v", tc.name, p.Joins[0])
+		}
+		b.Committed(p)
+		if got := outcome(b.Results()[0]); got != tc.result {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.result)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package increment
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -17,12 +18,16 @@ type Plan struct {
 	Counts     map[string]int64
 	WriteShard bool
 	// Joins are the members whose document the commit creates (on the
-	// condition that it does not exist); Leaves those whose document it
-	// deletes, and Switches those whose choice it changes, on the
-	// condition of the version read.
+	// condition that it does not exist, or, over an orphan's, that it is
+	// still the version read); Leaves those whose document it deletes,
+	// and Switches those whose choice it changes, on the condition of the
+	// version read. Orphans are member documents of a counter that does
+	// not exist (its document deleted by hand) that the commit deletes,
+	// counting nothing: they count for no counter.
 	Joins    []Seat
 	Leaves   []Seat
 	Switches []Seat
+	Orphans  []Seat
 	// Adds are the members a distinct counter's commit adds to the
 	// shard's sketches (each written, when they change it, on the
 	// condition of the version it was read at).
@@ -56,7 +61,7 @@ type KeyWrite struct {
 // Empty reports whether the plan writes nothing: every pending op answers
 // without a commit.
 func (p Plan) Empty() bool {
-	return !p.WriteShard && len(p.Joins) == 0 && len(p.Leaves) == 0 && len(p.Switches) == 0 && len(p.Records) == 0
+	return !p.WriteShard && len(p.Joins) == 0 && len(p.Leaves) == 0 && len(p.Switches) == 0 && len(p.Orphans) == 0 && len(p.Records) == 0
 }
 
 // Plan returns the commit of the pending ops, at now, over the members of
@@ -102,7 +107,10 @@ func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
 		}
 		p.WriteShard = true
 	}
-	if b.Creates() && p.Empty() && !p.changesAKeyed(b) {
+	if b.Creates() && !p.WriteShard && len(p.Joins) == 0 && !p.changesAKeyed(b) {
+		// Nothing to count (an unlike of a counter nobody used, or the
+		// orphans of one deleted by hand): the counter is not created, nor
+		// a key's record.
 		return p
 	}
 	expire := now.Add(KeyTTL)
@@ -116,7 +124,7 @@ func (b *Batch) Plan(members map[string]Membership, now time.Time) Plan {
 			Record: Record{Delta: op.Delta, Shard: o.Shard, Member: o.Member, Changed: o.Changed,
 				Choice: o.Choice, Previous: o.Previous, ExpireAt: expire}})
 	}
-	p.Creates = b.Creates() && !p.Empty()
+	p.Creates = b.Creates()
 	return p
 }
 
@@ -134,12 +142,26 @@ func wanted(op Op) hold { return hold{in: op.Delta > 0, choice: op.Choice} }
 // playMembers plays a unique counter's pending ops in arrival order over
 // the members read, and sets each op's outcome and the plan's changes.
 func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
+	// A member document read where the counter is absent, read again (not
+	// created meanwhile: Outdated), is an orphan: its user counts for
+	// nothing here, and is out until an op brings them in.
+	orphans := b.Creates() && b.absent
 	state := map[string]hold{}
 	for _, u := range b.Users() {
-		state[u] = hold{in: read[u].Member, choice: read[u].Choice}
+		state[u] = hold{}
+		if !orphans {
+			state[u] = hold{in: read[u].Member, choice: read[u].Choice}
+		}
 	}
 	var changed []int
-	for _, i := range b.pending {
+	// The ops of one commit are concurrent: any serial order is theirs to
+	// answer by. An erasure goes last, so that a like or a switch of the
+	// user landing beside it cannot leave them a member (their document
+	// from before, kept, would escape the erasure's pass of what came
+	// later).
+	order := slices.Clone(b.pending)
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(boolInt(b.ops[i].Erase), boolInt(b.ops[j].Erase)) })
+	for _, i := range order {
 		op := b.ops[i]
 		r := Result{Delta: op.Delta, Shard: -1, Previous: state[op.User].choice}
 		if want := wanted(op); want != state[op.User] {
@@ -153,6 +175,14 @@ func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
 	for _, u := range slices.Sorted(maps.Keys(state)) {
 		m, now := read[u], state[u]
 		seat := Seat{User: u, Choice: now.choice, Version: m.Version}
+		if orphans && m.Member {
+			// In: a join over the orphan's document (Version set); out: the
+			// orphan deleted. Either way nothing of it is counted.
+			m = Membership{}
+			if !now.in {
+				p.Orphans = append(p.Orphans, seat)
+			}
+		}
 		switch {
 		case now.in && !m.Member:
 			p.Joins = append(p.Joins, seat)
@@ -176,6 +206,13 @@ func (p *Plan) playMembers(b *Batch, read map[string]Membership) {
 			p.outcome[i] = r
 		}
 	}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // addChoice adds n to counts[choice] (none for no choice), dropping a

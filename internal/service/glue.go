@@ -45,8 +45,8 @@ func call[In, Out any](f func(*core.Core, context.Context, core.Caller, In) (Out
 
 // callerOf is who sent req, as the edge identified them.
 func callerOf(req *httpapi.Request) core.Caller {
-	return core.Caller{Function: req.Function, User: req.User, Anonymous: req.Anonymous, Admin: req.Admin, Addr: req.ClientAddr,
-		AppToken: req.AppToken, OneUse: req.OneUse}
+	return core.Caller{Function: req.Function, User: req.User, Anonymous: req.Anonymous, Admin: req.Admin, IssuedAt: req.IssuedAt,
+		Addr: req.ClientAddr, AppToken: req.AppToken, OneUse: req.OneUse}
 }
 
 // IncrementListResponse answers a request of several increments, one

@@ -240,6 +240,7 @@ export interface EraseMemberResponse {
   skipped: number;
   complete: boolean;
   next_page_token?: string;
+  retry_after_seconds?: number;
 }
 
 export interface TopCountersRequest {

@@ -69,8 +69,9 @@ func (s *Store) readMembers(ctx context.Context, b *increment.Batch) (map[string
 	}
 	out := map[string]increment.Membership{}
 	for i, pd := range docs {
-		m := increment.Membership{Member: pd != nil, Version: pd.GetUpdateTime().AsTime()}
+		m := increment.Membership{Member: pd != nil}
 		if pd != nil {
+			m.Version = pd.GetUpdateTime().AsTime()
 			d := fs.DocOf(pd)
 			if m.Choice = d.Str(dm.FieldChoice); d.Err() != nil {
 				return nil, fmt.Errorf("incrementstore: decode %s: %w", pd.GetName(), d.Err())

@@ -283,6 +283,9 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, m commitMode, sp
 			fields[dm.FieldChoice] = fs.StringValue(j.Choice)
 		}
 		w := fs.CreateWrite(s.db.Name(dm.Member(id, j.User)), fields)
+		if !j.Version.IsZero() { // over an orphan's document
+			w = fs.ReplaceWrite(s.db.Name(dm.Member(id, j.User)), fields, j.Version)
+		}
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldJoinedAt)}
 		writes = append(writes, w)
 	}
@@ -290,7 +293,7 @@ func (s *Store) writes(b *increment.Batch, plan increment.Plan, m commitMode, sp
 		fields := map[string]*pb.Value{dm.FieldChoice: fs.StringValue(w.Choice)}
 		writes = append(writes, fs.UpdateWrite(s.db.Name(dm.Member(id, w.User)), fields, []string{dm.FieldChoice}, w.Version))
 	}
-	for _, l := range plan.Leaves {
+	for _, l := range append(plan.Leaves, plan.Orphans...) {
 		writes = append(writes, fs.DeleteWrite(s.db.Name(dm.Member(id, l.User)), l.Version))
 	}
 	for _, k := range plan.Records {

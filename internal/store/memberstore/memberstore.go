@@ -226,3 +226,36 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 // MaxNamedMembers bounds the member documents one NameMemberKinds names:
 // they and its progress are one commit.
 const MaxNamedMembers = 400
+
+// RecordErasure records that uid's erasure began at began, until expires
+// (the record's TTL: when no token issued before began lives on), with
+// the commit's time as written_at; an erasure begun again keeps its first
+// record's began_at when that is later (a second erasure is a new one).
+func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time) error {
+	w := fs.SetWrite(s.db.Name(dm.Erasure(uid)), map[string]*pb.Value{
+		dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires),
+	})
+	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
+	_, err := s.db.Commit(ctx, w)
+	return fs.Classify(err, "record an erasure")
+}
+
+// ErasuresSince returns the erasures recorded after since: each user's
+// uid and when their erasure began.
+func (s *Store) ErasuresSince(ctx context.Context, since time.Time) (map[string]time.Time, error) {
+	docs, err := s.db.Query(ctx, s.ErasuresQuery(since))
+	if err != nil {
+		return nil, fs.Classify(err, "read the erasures")
+	}
+	out := map[string]time.Time{}
+	for _, pd := range docs {
+		d := fs.DocOf(pd)
+		out[d.ID] = d.Time(dm.FieldBeganAt)
+	}
+	return out, nil
+}
+
+// ErasuresQuery is ErasuresSince's query.
+func (s *Store) ErasuresQuery(since time.Time) firestore.Query {
+	return s.db.Collection(dm.Erasures).Where(dm.FieldWrittenAt, ">", since)
+}
