@@ -79,6 +79,7 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"memberships, after":               members.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
 		"a counter's members":              members.MembersQuery("likes:p1", "u1", 20),
 		"a reader's memberships of a page": members.HoldsQuery("u1", []string{"likes:p1", "reactions:p1"}),
+		"the erasures since a look":        members.ErasuresQuery(now.Add(-time.Hour)),
 		"markers, first":                   rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
 		"markers, after":                   rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
 	})
