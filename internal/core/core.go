@@ -115,9 +115,11 @@ type Increments interface {
 // Windows are the roll-up's buckets read back.
 type Windows interface {
 	History(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, error)
-	// Rising ranks what is rising now, among depth counters of each of
-	// the current and the previous hour; it returns how many it scored.
-	Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error)
+	// Rising ranks what is rising now, among the candidates of a ranking
+	// of the last hour at depth and depth counters of each of the current
+	// and the previous hour by rise; it returns whether no other counter
+	// can score above the last listed, and how many it scored.
+	Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, bool, int, error)
 	// DistinctHistory estimates a distinct counter's members of each
 	// bucket of g at starts, and of all of them together.
 	DistinctHistory(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, int64, error)

@@ -16,9 +16,11 @@ import (
 const topReads = maxListLimit
 
 // Rolling windows: at most maxRollingLimit counters, each round reading
-// three rankings to a depth and summing each candidate (rollingReads), in
-// at most maxRollingRounds rounds of growing depth, each paid by a token
-// of top per topReads.
+// two rankings to a depth and summing each candidate, in at most
+// maxRollingRounds rounds of growing depth, each paid by a token of top
+// per topReads of rollingReads: the most a round reads, three rankings
+// and two aggregations while a current bucket holds buckets of the
+// version before carries (windowstore's upgrade.go).
 const (
 	maxRollingDepth  = 25
 	maxRollingLimit  = maxRollingDepth
@@ -26,7 +28,7 @@ const (
 )
 
 // rollingReads bounds what one round of a rolling window reads at depth.
-func rollingReads(depth int) int { return 6 * depth }
+func rollingReads(depth int) int { return 6*depth + 2 }
 
 // TopCountersRequest is the input of topCounters.
 type TopCountersRequest struct {
@@ -52,7 +54,9 @@ type TopCountersResponse struct {
 	Counters []RankedCounter `json:"counters"`
 	// Exact, for a rolling window: whether no other counter can rank
 	// among these (almost always; see docs/guides/trending.md). When
-	// false, Counters holds only those sure of their place, first.
+	// false, Counters holds only those sure of their place, first. For
+	// rising: whether no counter left out can score above the last one
+	// listed; when false, Counters are the best of those scored.
 	Exact *bool `json:"exact,omitempty"`
 	// Rising names the parameters of window=rising.
 	Rising *RisingParameters `json:"rising,omitempty"`
@@ -64,8 +68,9 @@ type TopCountersResponse struct {
 type RisingParameters struct {
 	Prior         float64 `json:"prior"`
 	BaselineHours int     `json:"baseline_hours"`
-	// Candidates is how many counters were scored: the first by count of
-	// the current and the previous hour.
+	// Candidates is how many counters were scored: those a ranking of the
+	// last hour reads, and the first by rise of the current and the
+	// previous hour.
 	Candidates int `json:"candidates"`
 }
 
@@ -122,7 +127,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		return TopCountersResponse{}, errs.Invalid("window", "is required: minute, hour, day, last_hour, last_day, all or rising")
 	default:
 		if g, err = windows.Parse("window", window); err != nil {
-			return TopCountersResponse{}, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\" or \"all\"")
+			return TopCountersResponse{}, errs.Invalid("window", "must be \"minute\", \"hour\", \"day\", \"last_hour\", \"last_day\", \"all\" or \"rising\"")
 		}
 		start = core.cfg.Calendar.Window(g, now, body.Previous != nil && *body.Previous)
 		resp.Start = start.Format(time.RFC3339)
@@ -159,9 +164,15 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 	return resp, nil
 }
 
-// risingDepth is how many counters of each of the current and the
-// previous hour, by count and by rise, a rising ranking scores.
+// risingDepth is the depth of the lists a rising ranking takes its
+// candidates from: a ranking of the last hour's, and the current and the
+// previous hour by rise.
 const risingDepth = 25
+
+// risingReads bounds what a rising ranking reads at depth: the lists
+// (three of the last hour's while buckets of the version before carries
+// are current, and two by rise), and two aggregations per candidate.
+func risingReads(depth int) int { return 15*depth + 2 }
 
 // rising ranks what is rising now (windows.RisingNow), at most
 // maxRollingLimit counters, for tokens of top per topReads of what it
@@ -170,7 +181,7 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 	if limit > maxRollingLimit {
 		return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for rising", maxRollingLimit)
 	}
-	tokens := (12*risingDepth + topReads - 1) / topReads
+	tokens := (risingReads(risingDepth) + topReads - 1) / topReads
 	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
 		return TopCountersResponse{}, errs.Invalid("window", "rising spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", tokens, most)
 	}
@@ -178,10 +189,11 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 		return TopCountersResponse{}, err
 	}
 	r := windows.RisingNow
-	scored, candidates, err := core.windows.Rising(ctx, r, core.now(), risingDepth, limit, kind)
+	scored, exact, candidates, err := core.windows.Rising(ctx, r, core.now(), risingDepth, limit, kind)
 	if err != nil {
 		return TopCountersResponse{}, err
 	}
+	resp.Exact = &exact
 	resp.Rising = &RisingParameters{Prior: r.Prior, BaselineHours: r.BaselineHours, Candidates: candidates}
 	resp.Counters = make([]RankedCounter, len(scored))
 	for i, s := range scored {

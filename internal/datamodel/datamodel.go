@@ -103,8 +103,18 @@ const (
 	// Of a window's bucket.
 	FieldGranularity = "granularity"
 	FieldStart       = "start"
-	FieldPeakPrefix  = "peak_" // peak_0 … peak_5: the most a run of the bucket's last changes from that slot on adds
-	FieldGross       = "gross" // of buckets written before peak: the sum of the changes that added
+	// peak_0 … peak_5: the most (at least 0) a run of the bucket's last
+	// changes from that slot on adds, while the bucket is its counter's
+	// current one, 0 once the counter changed in a later bucket (of a
+	// counter document's peaks, the running peak itself); run_0 … run_5
+	// that peak kept after; carry_0 … carry_5: the bucket before's final
+	// peak plus this bucket's count: what a rolling window starting in
+	// that slot of the bucket before counts at most (docs/design/windows.md).
+	FieldPeakPrefix    = "peak_"
+	FieldRunPrefix     = "run_"
+	FieldCarryPrefix   = "carry_"
+	FieldCarriedPrefix = "carried_" // of a counter document's peaks: the bucket before's, each at least 0
+	FieldGross         = "gross"    // of buckets written before peak: the sum of the changes that added
 
 	// Of a counter document: the running peak of its current hour and day
 	// buckets, {granularity: {start, peak_0, …, peak_5}}.
@@ -180,8 +190,13 @@ func KeyHash(user, key string) string {
 // field names: counter.ParseKinds).
 func FieldCountOf(choice string) string { return FieldCounts + "." + choice }
 
-// FieldPeak is the field of a window bucket's peak of slot s.
-func FieldPeak(s int) string { return FieldPeakPrefix + strconv.Itoa(s) }
+// FieldPeak is the field of a window bucket's peak of slot s (while it is
+// open); FieldRun and FieldCarry its peak kept and its carry, FieldCarried
+// a counter document's carried peak.
+func FieldPeak(s int) string    { return FieldPeakPrefix + strconv.Itoa(s) }
+func FieldRun(s int) string     { return FieldRunPrefix + strconv.Itoa(s) }
+func FieldCarry(s int) string   { return FieldCarryPrefix + strconv.Itoa(s) }
+func FieldCarried(s int) string { return FieldCarriedPrefix + strconv.Itoa(s) }
 
 // CounterOfMember is the counter whose member document of uid is at path;
 // "" when path is no such document (an app's own collection named

@@ -18,10 +18,13 @@ import (
 // exactly the changes of the roll-ups whose time (rollup_as_of) falls in
 // it, each once (count), and an hour's or a day's, for each slot, the
 // largest sum of a run of its last changes from that slot on, in their
-// commit order (peak_0 … peak_5), however often events were delivered;
-// and no other bucket exists. A choice counter's roll-ups add each
-// choice's change to that choice's own buckets too (granularity
-// hour:love …, with their peaks) and to its all-time total.
+// commit order (run_0 … run_5), that peak while it is the counter's
+// latest bucket of its granularity and 0 after (peak_0 … peak_5), and
+// the bucket before's last peak plus its count (carry_0 … carry_5),
+// however often events were delivered; and no other bucket exists. A
+// choice counter's roll-ups add each choice's change to that choice's own
+// buckets too (granularity hour:love …, with their peaks) and to its
+// all-time total.
 func (w *world) checkBuckets(id string) {
 	created := w.creations(id)
 	if len(created) == 0 {
@@ -29,17 +32,24 @@ func (w *world) checkBuckets(id string) {
 	}
 	from := created[len(created)-1]
 	type bucket struct {
-		count int64
-		peaks [windows.PeakSlots]int64
+		count             int64
+		run, carry, peaks [windows.PeakSlots]int64
 	}
 	want := map[string]bucket{}
+	running := map[windows.Granularity]windows.Peak{}
+	latest := map[windows.Granularity]string{}
 	add := func(g windows.Granularity, start, at time.Time, change int64) {
-		b := want[windows.DocID(g, start)]
+		docID := windows.DocID(g, start)
+		b := want[docID]
 		b.count += change
 		if slices.Contains(windows.Listed, windows.Granularity(strings.Split(string(g), ":")[0])) {
-			b.peaks = windows.Peak{Start: start, Values: b.peaks}.Add(windows.UTC, g, start, at, change).Values
+			p := running[g].Add(windows.UTC, g, start, at, change)
+			running[g], latest[g] = p, docID
+			for s := range b.run {
+				b.run[s], b.carry[s], b.peaks[s] = p.Values[s], p.Carry(s), p.Open(s)
+			}
 		}
-		want[windows.DocID(g, start)] = b
+		want[docID] = b
 	}
 	name := root + "counters/" + id
 	for _, rec := range w.commits {
@@ -68,20 +78,33 @@ func (w *world) checkBuckets(id string) {
 			}
 		}
 	}
+	granularity := func(docID string) windows.Granularity {
+		return windows.Granularity(docID[:strings.LastIndex(docID, "_")])
+	}
+	for docID, b := range want {
+		if g := granularity(docID); latest[g] != "" && docID != latest[g] {
+			b.peaks = [windows.PeakSlots]int64{} // closed by the counter's roll-up into a later bucket
+			want[docID] = b
+		}
+	}
 	for _, d := range w.under(id, "windows", time.Time{}) {
 		docID := d.GetName()[strings.LastIndex(d.GetName(), "/")+1:]
 		got := bucket{count: field(d, "count").GetIntegerValue()}
-		for s := range got.peaks {
-			got.peaks[s] = field(d, fmt.Sprint("peak_", s)).GetIntegerValue()
+		if _, listed := running[granularity(docID)]; listed {
+			for s := range got.peaks {
+				got.run[s] = field(d, fmt.Sprint("run_", s)).GetIntegerValue()
+				got.carry[s] = field(d, fmt.Sprint("carry_", s)).GetIntegerValue()
+				got.peaks[s] = field(d, fmt.Sprint("peak_", s)).GetIntegerValue()
+			}
 		}
 		if got != want[docID] || field(d, "gross") != nil {
-			w.problem("counter %s's bucket %s holds count %d peaks %v (gross %v); its roll-ups' changes make %d and %v", id, docID, got.count, got.peaks, field(d, "gross"), want[docID].count, want[docID].peaks)
+			w.problem("counter %s's bucket %s holds %+v (gross %v); its roll-ups' changes make %+v", id, docID, got, field(d, "gross"), want[docID])
 		}
 		delete(want, docID)
 	}
 	for docID, b := range want {
 		if b != (bucket{}) {
-			w.problem("counter %s has no bucket %s, which its roll-ups' changes make count %d peaks %v", id, docID, b.count, b.peaks)
+			w.problem("counter %s has no bucket %s, which its roll-ups' changes make %+v", id, docID, b)
 		}
 	}
 }

@@ -49,8 +49,10 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	queries["a user's likes of a kind"] = db.CollectionGroup("members").Where("uid", "==", "u1").Where("kind", "==", "likes").
 		OrderBy("joined_at", firestore.Desc).Limit(20)
 	for slot := range windows.PeakSlots {
-		queries[fmt.Sprint("top by peak ", slot)] = windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByPeak(slot))
-		queries[fmt.Sprint("top of a kind by peak ", slot)] = windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 10, "likes", windowstore.ByPeak(slot))
+		for name, by := range map[string]windowstore.By{"peak": windowstore.ByPeak(slot), "carry": windowstore.ByCarry(slot)} {
+			queries[fmt.Sprint("top by ", name, " ", slot)] = windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", by)
+			queries[fmt.Sprint("top of a kind by ", name, " ", slot)] = windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 10, "likes", by)
+		}
 	}
 	maps.Copy(queries, map[string]firestore.Query{
 		"list one owner's":                      counters.ListQuery("uid", false, "", 20),
@@ -68,20 +70,22 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"rising's candidates of a kind by rise": windowStore.TopQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), 25, "likes", windowstore.ByRise),
 		"rising's baseline":                     windowStore.SpanQuery("post-1", windows.Hour, now.Add(-25*time.Hour), now.Add(-time.Hour)),
 		// A choice's buckets are of a granularity of their own: the same indexes.
-		"top of a choice":                  windowStore.TopQuery(windows.Hour.Of("love"), windows.UTC.Start(windows.Hour, now), 10, "reactions", windowstore.ByCount),
-		"top of a choice, total":           windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),
-		"top of a choice by peak":          windowStore.TopQuery(windows.Day.Of("love"), windows.UTC.Start(windows.Day, now), 10, "reactions", windowstore.ByPeak(3)),
-		"top by gross":                     windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByGross),
-		"top of a kind, gross":             windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "likes", windowstore.ByGross),
-		"a rolling window":                 windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
-		"a user's likes":                   members.LikedByQuery("u1", 20),
-		"a user's memberships":             members.MembershipsQuery("u1", counter.Membership{}, 100),
-		"memberships, after":               members.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
-		"a counter's members":              members.MembersQuery("likes:p1", "u1", 20),
-		"a reader's memberships of a page": members.HoldsQuery("u1", []string{"likes:p1", "reactions:p1"}),
-		"the erasures since a look":        members.ErasuresQuery(now.Add(-time.Hour)),
-		"markers, first":                   rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
-		"markers, after":                   rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
+		"top of a choice":                                  windowStore.TopQuery(windows.Hour.Of("love"), windows.UTC.Start(windows.Hour, now), 10, "reactions", windowstore.ByCount),
+		"top of a choice, total":                           windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),
+		"top of a choice by carry":                         windowStore.TopQuery(windows.Day.Of("love"), windows.UTC.Start(windows.Day, now), 10, "reactions", windowstore.ByCarry(3)),
+		"top by gross":                                     windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByGross),
+		"top of a kind, gross":                             windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "likes", windowstore.ByGross),
+		"a bucket's ranked buckets (the upgrade's check)":  windowStore.BucketsQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), "", windowstore.ByCount),
+		"a bucket's carried buckets (the upgrade's check)": windowStore.BucketsQuery(windows.Day, windows.UTC.Start(windows.Day, now), "", windowstore.ByCarry(0)),
+		"a rolling window":                                 windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
+		"a user's likes":                                   members.LikedByQuery("u1", 20),
+		"a user's memberships":                             members.MembershipsQuery("u1", counter.Membership{}, 100),
+		"memberships, after":                               members.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),
+		"a counter's members":                              members.MembersQuery("likes:p1", "u1", 20),
+		"a reader's memberships of a page":                 members.HoldsQuery("u1", []string{"likes:p1", "reactions:p1"}),
+		"the erasures since a look":                        members.ErasuresQuery(now.Add(-time.Hour)),
+		"markers, first":                                   rollups.MarkersQueries(0, activity.Cursor{}, now, 300)[0],
+		"markers, after":                                   rollups.MarkersQueries(0, activity.Cursor{At: now, ID: "c"}, now, 300)[0],
 	})
 	for name, q := range queries {
 		shape, err := indexcheck.ShapeOf(q)

@@ -25,19 +25,49 @@ const PeakSlots = 6
 type Peak struct {
 	Start  time.Time // the bucket's
 	Values [PeakSlots]int64
+	// Count is the bucket's count so far (the sum of its changes), and
+	// Carried the bucket before's final peaks, each at least 0 (0 when the
+	// counter changed in none): a window starting in slot s of the bucket
+	// before counts at most Carry(s) (see Carry).
+	Count   int64
+	Carried [PeakSlots]int64
+	// Tracked: Count and Carried are known. A peak written before they
+	// were kept lacks them, until the roll-up reads them from the buckets
+	// (rollupstore).
+	Tracked bool
 }
 
 // Add returns the peaks after change, a change at time at of the bucket of
-// g starting at start, by cal: the peaks of an earlier bucket start over.
+// g starting at start, by cal: of a later bucket, the peaks start over,
+// carrying those of the bucket just before (a counter's buckets follow
+// each other: roll-ups are serial, each in the bucket of its read time).
 func (p Peak) Add(cal Calendar, g Granularity, start, at time.Time, change int64) Peak {
 	if !p.Start.Equal(start) {
-		p = Peak{Start: start}
+		next := Peak{Start: start, Tracked: true}
+		if p.Start.Equal(cal.Step(g, start, -1)) {
+			for s, v := range p.Values {
+				next.Carried[s] = max(v, 0)
+			}
+		}
+		p = next
 	}
+	p.Count += change
 	for s := range min(cal.Slot(g, start, at), PeakSlots-1) + 1 { // the runs from slot s on hold this change
 		p.Values[s] = max(p.Values[s], 0) + change
 	}
 	return p
 }
+
+// Open is the most the bucket's changes from slot s on add, while it is
+// its counter's current bucket: what a window starting in slot s of it
+// counts at most, when the counter changed in no later bucket.
+func (p Peak) Open(s int) int64 { return max(p.Values[s], 0) }
+
+// Carry is what a window starting in slot s of the bucket before counts at
+// most: that bucket's changes from slot s on, and all of this one's. The
+// bucket before's peak counts only as far as this bucket's change leaves
+// it: likes held across the boundary, taken back after it, carry nothing.
+func (p Peak) Carry(s int) int64 { return p.Carried[s] + p.Count }
 
 // Slot is the slot of the bucket of g starting at start that holds t (0
 // before the bucket, PeakSlots past it).

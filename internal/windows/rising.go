@@ -32,6 +32,10 @@ func (r Rising) Score(x, baseline int64) float64 {
 	return r.scoreRate(float64(x), max(float64(baseline), 0)/float64(r.BaselineHours))
 }
 
+// Most is the most a counter with at most x in the last hour scores,
+// whatever its baseline: a baseline only lowers a score.
+func (r Rising) Most(x int64) float64 { return r.Score(max(x, 0), 0) }
+
 // scoreRate is the score of x against a mean per hour of lambda.
 func (r Rising) scoreRate(x, lambda float64) float64 {
 	return (x - lambda) / math.Sqrt(lambda+r.Prior)

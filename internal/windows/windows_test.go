@@ -168,3 +168,53 @@ func TestEveryZonesDays(t *testing.T) {
 		}
 	}
 }
+
+// TestAPeakCarriesOnlyWhatTheNextBucketLeaves: a counter's peaks in the
+// bucket after carry the bucket before's, clipped at 0, plus the bucket's
+// own count: 70 held across the boundary and taken back carry 0; a run
+// that stays carries itself; a gap of a bucket carries nothing.
+func TestAPeakCarriesOnlyWhatTheNextBucketLeaves(t *testing.T) {
+	h := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	at := func(hour int, minute int) time.Time {
+		return h.Add(time.Duration(hour)*time.Hour + time.Duration(minute)*time.Minute)
+	}
+	for _, tc := range []struct {
+		name    string
+		changes []struct {
+			hour, minute int
+			n            int64
+		}
+		hour   int   // the bucket of the last change
+		carry2 int64 // Carry(2): a window starting 20 minutes into the hour before
+		open2  int64 // Open(2)
+	}{
+		{"held across the boundary, taken back after", []struct {
+			hour, minute int
+			n            int64
+		}{{0, 59, 70}, {1, 0, -70}}, 1, 0, 0},
+		{"a rise that stays", []struct {
+			hour, minute int
+			n            int64
+		}{{0, 10, 5}, {0, 30, 20}, {1, 5, 3}}, 1, 23, 0},
+		{"churn in the bucket before, then quiet", []struct {
+			hour, minute int
+			n            int64
+		}{{0, 25, 1}, {0, 26, -1}, {0, 27, 1}, {1, 1, 0}}, 1, 1, 0},
+		{"a gap of a bucket", []struct {
+			hour, minute int
+			n            int64
+		}{{0, 30, 40}, {2, 25, 2}}, 2, 2, 2},
+		{"the current bucket only", []struct {
+			hour, minute int
+			n            int64
+		}{{0, 30, 4}, {0, 40, -1}}, 0, 3, 3},
+	} {
+		var p Peak
+		for _, c := range tc.changes {
+			p = p.Add(UTC, Hour, at(c.hour, 0), at(c.hour, c.minute), c.n)
+		}
+		if !p.Start.Equal(at(tc.hour, 0)) || !p.Tracked || p.Carry(2) != tc.carry2 || p.Open(2) != tc.open2 {
+			t.Errorf("%s: %+v, Carry(2) %d Open(2) %d; want %d and %d", tc.name, p, p.Carry(2), p.Open(2), tc.carry2, tc.open2)
+		}
+	}
+}

@@ -48,9 +48,9 @@ func (s *Store) decode(pd *pb.Document) (counter.Counter, error) {
 		c.Peaks = map[windows.Granularity]windows.Peak{}
 		for _, g := range peaks.Fields() {
 			p := peaks.Map(g)
-			peak := windows.Peak{Start: p.Time(dm.FieldStart)}
+			peak := windows.Peak{Start: p.Time(dm.FieldStart), Tracked: p.Has(dm.FieldCount), Count: p.Int(dm.FieldCount)}
 			for s := range peak.Values {
-				peak.Values[s] = p.Int(dm.FieldPeak(s))
+				peak.Values[s], peak.Carried[s] = p.Int(dm.FieldPeak(s)), p.Int(dm.FieldCarried(s))
 			}
 			c.Peaks[windows.Granularity(g)] = peak
 			if err := p.Err(); err != nil {

@@ -13,21 +13,6 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// choicesPeaks are a choice counter's running peaks of each choice's
-// listed buckets after changes (by choice) at c.AsOf, for the choices
-// that changed. A choice counter keeps peaks from its creation, so a
-// choice's start from nothing.
-func (s *Store) choicesPeaks(c counter.Counter, changes map[string]int64) map[windows.Granularity]windows.Peak {
-	peaks := map[windows.Granularity]windows.Peak{}
-	for choice, n := range changes {
-		for _, g := range windows.Listed {
-			key := g.Of(choice)
-			peaks[key] = c.Peaks[key].Add(s.opts.Calendar, key, s.opts.Calendar.Start(key, c.AsOf), c.AsOf, n)
-		}
-	}
-	return peaks
-}
-
 // choiceWrites adds a choice counter's changes by choice to each choice's
 // own buckets (windows.Granularity.Of) holding c.AsOf, with their peaks,
 // and to its all-time total (windows.AllTime), creating them when
@@ -45,9 +30,7 @@ func (s *Store) choiceWrites(c counter.Counter, changes map[string]int64, peaks 
 				fields[dm.FieldExpireAt] = fs.TimeValue(s.opts.Windows.ExpireAt(s.opts.Calendar, key, start))
 			}
 			if p, ok := peaks[key]; ok {
-				for s, v := range p.Values {
-					fields[dm.FieldPeak(s)] = fs.IntValue(v)
-				}
+				peakFields(fields, p)
 			}
 			writes = append(writes, s.bucketWrite(c, key, start, map[string]int64{dm.FieldCount: changes[choice]}, fields))
 		}

@@ -44,21 +44,27 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		fields[dm.FieldNumShards] = fs.IntValue(int64(c.NumShards))
 		fields[dm.FieldReshard] = shared.ReshardValue(c.Reshard)
 	}
-	var peaks, choicePeaks map[windows.Granularity]windows.Peak
+	var peaks map[windows.Granularity]windows.Peak
 	upgrade := c.Peaks == nil // the first roll-up since peaks are kept
 	if (r.Change != 0 || r.Changes != nil) && s.opts.Windows != nil {
-		next := maps.Clone(c.Peaks)
-		if r.Change != 0 {
-			var err error
-			if peaks, err = s.peaks(ctx, c, r.Change); err != nil {
-				return time.Time{}, false, err
+		changes := map[windows.Granularity]int64{}
+		for _, g := range windows.Listed {
+			if r.Change != 0 {
+				changes[g] = r.Change
 			}
-			next = merged(next, peaks)
+			for choice, n := range r.Changes {
+				changes[g.Of(choice)] = n
+			}
+		}
+		var err error
+		if peaks, err = s.peaks(ctx, c, changes); err != nil {
+			return time.Time{}, false, err
+		}
+		if r.Change != 0 {
 			c.Momentum = c.Momentum.Add(windows.RisingNow, c.AsOf, r.Change)
 			fields[dm.FieldMomentum] = shared.MomentumValue(c.Momentum)
 		}
-		choicePeaks = s.choicesPeaks(c, r.Changes)
-		fields[dm.FieldPeaks] = shared.PeaksValue(merged(next, choicePeaks))
+		fields[dm.FieldPeaks] = shared.PeaksValue(merged(maps.Clone(c.Peaks), peaks))
 	}
 	// activity_as_of is in the mask always: without automatic sharding it
 	// is deleted, so a later switch to on starts from a new baseline.
@@ -73,7 +79,8 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	writes := []*pb.Write{w}
 	if (r.Change != 0 || r.Changes != nil) && s.opts.Windows != nil {
 		writes = append(writes, s.windowWrites(c, r.Change, r.Changes, peaks, upgrade)...)
-		writes = append(writes, s.choiceWrites(c, r.Changes, choicePeaks)...)
+		writes = append(writes, s.choiceWrites(c, r.Changes, peaks)...)
+		writes = append(writes, s.closeWrites(c, r.Next.Peaks, peaks)...)
 	}
 	if r.MirrorPath != "" {
 		w, err := s.mirrorWrite(ctx, c, r.MirrorPath, r.MirrorField)
@@ -103,36 +110,104 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	return time.Time{}, false, fs.Classify(err, "write the roll-up of "+c.ID)
 }
 
-// peaks are counter c's peaks after change, a change of its buckets
-// holding c.AsOf. A document written before peaks were kept has none: the
-// sum of what added to each bucket so far (its gross, one read each, once
-// per counter) bounds every part of it, so each slot begun starts from it.
-func (s *Store) peaks(ctx context.Context, c counter.Counter, change int64) (map[windows.Granularity]windows.Peak, error) {
-	before := maps.Clone(c.Peaks)
-	if before == nil {
-		before = map[windows.Granularity]windows.Peak{}
-		names := make([]string, len(windows.Listed))
-		for i, g := range windows.Listed {
-			names[i] = s.db.Name(dm.Bucket(c.ID, g, s.opts.Calendar.Start(g, c.AsOf)))
+// peaks are counter c's peaks of granularities gs after changes (by
+// granularity), changes of its buckets holding c.AsOf (windows.Peak.Add).
+// A document written before peaks were kept has none, and one written
+// before their count and carry were kept lacks those: they are read from
+// the bucket holding c.AsOf (its count; its peaks, or the sum of what
+// added to it, its gross, which bounds every part of it) and the bucket
+// before (its peaks, or its gross), two reads a granularity, once per
+// counter and bucket.
+func (s *Store) peaks(ctx context.Context, c counter.Counter, changes map[windows.Granularity]int64) (map[windows.Granularity]windows.Peak, error) {
+	cal := s.opts.Calendar
+	var stale []windows.Granularity
+	for g := range changes {
+		if p, ok := c.Peaks[g]; !ok && c.Peaks == nil || ok && p.Start.Equal(cal.Start(g, c.AsOf)) && !p.Tracked {
+			stale = append(stale, g)
+		}
+	}
+	slices.Sort(stale)
+	read := map[windows.Granularity]windows.Peak{}
+	if len(stale) > 0 {
+		var names []string
+		for _, g := range stale {
+			start := cal.Start(g, c.AsOf)
+			names = append(names, s.db.Name(dm.Bucket(c.ID, g, start)), s.db.Name(dm.Bucket(c.ID, g, cal.Step(g, start, -1))))
 		}
 		docs, _, err := s.db.GetAll(ctx, names, time.Time{})
 		if err != nil {
 			return nil, fs.Classify(err, "read the buckets of "+c.ID)
 		}
-		for i, g := range windows.Listed {
-			start := s.opts.Calendar.Start(g, c.AsOf)
-			p := windows.Peak{Start: start}
-			for s := range s.opts.Calendar.Slot(g, start, c.AsOf) + 1 { // the slots begun so far
-				p.Values[s] = fs.DocOf(docs[i]).Int(dm.FieldGross)
+		for i, g := range stale {
+			start := cal.Start(g, c.AsOf)
+			current, before := fs.DocOf(docs[2*i]), fs.DocOf(docs[2*i+1])
+			p := windows.Peak{Start: start, Count: current.Int(dm.FieldCount), Tracked: true}
+			for slot := range p.Values {
+				p.Carried[slot] = max(peakOf(before, slot), 0)
+				if slot <= cal.Slot(g, start, c.AsOf) { // the slots begun so far
+					p.Values[slot] = peakOf(current, slot)
+				}
 			}
-			before[g] = p
+			read[g] = p
 		}
 	}
 	peaks := map[windows.Granularity]windows.Peak{}
-	for _, g := range windows.Listed {
-		peaks[g] = before[g].Add(s.opts.Calendar, g, s.opts.Calendar.Start(g, c.AsOf), c.AsOf, change)
+	for g, change := range changes {
+		before, ok := read[g]
+		if !ok {
+			before = c.Peaks[g]
+		}
+		peaks[g] = before.Add(cal, g, cal.Start(g, c.AsOf), c.AsOf, change)
 	}
 	return peaks, nil
+}
+
+// peakOf is a bucket's peak of slot: the larger of the one kept and the
+// open one (a roll-up of the version before peaks were kept writes the
+// latter only), or, of a bucket written before peaks, its gross (which
+// bounds every part of it).
+func peakOf(d *fs.Doc, slot int) int64 {
+	switch {
+	case d.Has(dm.FieldRun(slot)):
+		return max(d.Int(dm.FieldRun(slot)), d.Int(dm.FieldPeak(slot)))
+	case d.Has(dm.FieldPeak(slot)):
+		return d.Int(dm.FieldPeak(slot))
+	}
+	return d.Int(dm.FieldGross)
+}
+
+// peakFields are a listed bucket's fields of p: its open peaks, the peaks
+// kept and its carries (docs/design/windows.md).
+func peakFields(fields map[string]*pb.Value, p windows.Peak) {
+	for s, v := range p.Values {
+		fields[dm.FieldPeak(s)] = fs.IntValue(p.Open(s))
+		fields[dm.FieldRun(s)] = fs.IntValue(v)
+		fields[dm.FieldCarry(s)] = fs.IntValue(p.Carry(s))
+	}
+}
+
+// closeWrites close the buckets before those of peaks the counter's
+// roll-ups have moved past, since before: their open peaks (and of an
+// hour, its rise) are 0 from this commit on, so a ranking of a window
+// starting in one finds the counter by its carry in the bucket after,
+// which its changes there (likes taken back) bring down.
+func (s *Store) closeWrites(c counter.Counter, before, peaks map[windows.Granularity]windows.Peak) []*pb.Write {
+	var writes []*pb.Write
+	for _, g := range slices.Sorted(maps.Keys(peaks)) {
+		b, ok := before[g]
+		if !ok || b.Start.Equal(peaks[g].Start) {
+			continue
+		}
+		fields := map[string]*pb.Value{dm.FieldExpireAt: fs.TimeValue(s.opts.Windows.ExpireAt(s.opts.Calendar, g, b.Start))}
+		for slot := range b.Values {
+			fields[dm.FieldPeak(slot)] = fs.IntValue(0)
+		}
+		if g == windows.Hour {
+			fields[dm.FieldRise] = &pb.Value{ValueType: &pb.Value_DoubleValue{}}
+		}
+		writes = append(writes, fs.SetFieldsWrite(s.db.Name(dm.Bucket(c.ID, g, b.Start)), fields))
+	}
+	return writes
 }
 
 // windowWrites adds change to counter c's bucket of each granularity
@@ -156,9 +231,7 @@ func (s *Store) windowWrites(c counter.Counter, change int64, changes map[string
 			fields[dm.FieldRise] = &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: c.Momentum.Rise(windows.RisingNow)}}
 		}
 		if p, ok := peaks[g]; ok {
-			for s, v := range p.Values {
-				fields[dm.FieldPeak(s)] = fs.IntValue(v)
-			}
+			peakFields(fields, p)
 			if upgrade {
 				deleted = append(deleted, dm.FieldGross) // it is in the peak
 			}

@@ -50,6 +50,12 @@ func PeaksValue(peaks map[windows.Granularity]windows.Peak) *pb.Value {
 		for s, v := range p.Values {
 			fields[dm.FieldPeak(s)] = fs.IntValue(v)
 		}
+		if p.Tracked {
+			fields[dm.FieldCount] = fs.IntValue(p.Count)
+			for s, v := range p.Carried {
+				fields[dm.FieldCarried(s)] = fs.IntValue(v)
+			}
+		}
 		m[string(g)] = fs.MapValue(fields)
 	}
 	return fs.MapValue(m)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"golang.org/x/sync/errgroup"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
@@ -17,41 +16,42 @@ import (
 
 // Rising ranks what is rising at now (windows.Rising): the ranked
 // counters (of kind, when not "") with the highest positive score among
-// the candidates, the depth first of the current hour and of the previous
-// one by count and by rise (the roll-up's running estimate of the score,
-// windows.Momentum, so a small counter that jumps is among them however
-// many larger ones count more); each candidate's last 60 minutes and
-// baseline are then summed exactly from its buckets, an aggregation
-// each. It returns the candidates' number too, and reads at most 4 ×
-// depth documents and 8 × depth aggregations.
-func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, int, error) {
+// the candidates, and whether no other counter can score above the last
+// one listed (exact). The candidates are those of a ranking of the last
+// 60 minutes (RollingTop, at depth) and the depth first of the current
+// and the previous hour by rise (the roll-up's running estimate of the
+// score, windows.Momentum, so a small counter that jumps is among them
+// however many larger ones count more); each candidate's last 60 minutes
+// and baseline are summed exactly from its buckets, an aggregation each,
+// at once. A counter beyond them counts at most the ranking's bound in
+// the last 60 minutes, so it scores at most Rising.Most of it. A
+// candidate whose sums fail counts as its lists' value and is not
+// listed. It returns the candidates' number too, and reads at most 4 ×
+// depth documents and 8 × depth aggregations (5 and 10 while buckets of
+// the version before carries are current, upgrade.go).
+func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, bool, int, error) {
 	current := s.cal.Start(windows.Hour, now)
-	ranked, err := s.tops(ctx, windows.Hour, []list{{current, ByRise}, {current, ByCount}, {current.Add(-time.Hour), ByRise}, {current.Add(-time.Hour), ByCount}}, depth, kind)
+	b, rises, err := s.readBounded(ctx, windows.LastHour, now, depth, kind, []list{{current, ByRise}, {current.Add(-time.Hour), ByRise}})
 	if err != nil {
-		return nil, 0, err
+		return nil, false, 0, err
 	}
-	ids := candidates(ranked)
-	scored := make([]windows.Scored, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(risingSums) // latency: the candidates are summed a few at a time, not one after the other
-	for i, id := range ids {
-		g.Go(func() (err error) {
-			scored[i], err = s.score(gctx, r, now, id)
-			return err
-		})
+	ids := candidates(append(slices.Clone(b.ranked), rises...))
+	scores, unscored := within(ctx, ids, func(ctx context.Context, id string) (windows.Scored, error) { return s.score(ctx, r, now, id) })
+	b.raise(unscored)
+	var out []windows.Scored
+	for _, sc := range scores {
+		if sc.Score > 0 {
+			out = append(out, sc)
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return nil, 0, err
-	}
-	out := slices.DeleteFunc(scored, func(s windows.Scored) bool { return s.Score <= 0 })
 	slices.SortFunc(out, func(a, b windows.Scored) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.CounterID, b.CounterID))
 	})
-	return out[:min(limit, len(out))], len(ids), nil
+	out = out[:min(limit, len(out))]
+	most := r.Most(b.bound) // what a counter beyond the candidates scores at most
+	exact := len(unscored) == 0 && (len(out) == limit && out[limit-1].Score > most || most <= 0)
+	return out, exact, len(ids), nil
 }
-
-// risingSums is how many candidates a rising ranking sums at once.
-const risingSums = 8
 
 // score is counter id's rising score at now: its last 60 minutes and its
 // baseline, summed exactly from its buckets (an aggregation each).

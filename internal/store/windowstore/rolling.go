@@ -6,9 +6,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
@@ -17,44 +19,160 @@ import (
 
 // RollingTop is one round of a threshold algorithm over a rolling window:
 // the top limit ranked counters (of kind, when not "") by their count in
-// the window, and whether the answer is exact. The window lies in the
-// List buckets of now and of before; a counter's count in it is at most
-// its count in the current one (which holds nothing later than now) plus,
-// of the previous one, its peak of the slot holding the window's start
-// (the most a run of its changes from that slot on adds: the window
-// covers such a run) and its gross (the changes that added, of roll-ups
-// of before peaks, which a peak may have missed). So the depth first of
-// the current bucket by count and of the previous one by that peak and by
-// gross are the candidates, each summed exactly over the window with one
-// aggregation; a counter beyond the lists counts at most the sum of their
-// last values (the bound). When it is not exact, the answer is the
-// counters above the bound only, so none is left out while one it
-// outranks is in, and a deeper round may settle the rest. It reads at
-// most 3 × depth documents and as many aggregations.
+// the window, and whether the answer is exact. The window starts in slot
+// s of the List bucket before the current one (or in the current one), and
+// a counter's count in it is at most its carry of slot s in the current
+// bucket (the bucket before's peak from slot s on, at least 0, plus the
+// current bucket's count: a peak counts only as far as the change after
+// it leaves it), or, when it changed in no bucket since, its open peak of
+// slot s in the bucket before (windows.Peak). So the depth first of the
+// current bucket by that carry and of the bucket before by that open peak
+// are the candidates, each summed exactly over the window with one
+// aggregation, at once; a counter beyond both lists counts at most the
+// larger of their last values (the bound), and, with a count equal to
+// it, comes after the smaller of their last ids (lists tie by id). So
+// churn and likes held across the boundary raise the bound only by the
+// likes still held, whose counts are real (docs/design/windows.md). A
+// candidate whose sum fails (a deadline an attacker's wide lists made
+// near) counts as its list's value. When it is not exact, the answer is
+// the counters sure of their place only, and a deeper round may settle
+// the rest. It reads at most 2 × depth documents and as many
+// aggregations (while the current bucket holds buckets of the version
+// before carries, see upgrade.go: 3 × depth each, and two aggregations).
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
-	current := s.cal.Start(r.List, now)
-	previous := s.cal.Start(r.List, r.From(now)) // the bucket the window starts in (never two back: no day is shorter than its 23 hours before the current one)
-	if !previous.Before(current) {
-		previous = s.cal.Step(r.List, current, -1) // it starts in the current one: the previous holds none of it, and its lists are skipped
-	}
-	lists := []list{{current, ByCount}}
-	if slot := s.cal.Slot(r.List, previous, r.From(now)); slot < windows.PeakSlots {
-		lists = append(lists, list{previous, ByPeak(slot)}, list{previous, ByGross})
-	}
-	ranked, err := s.tops(ctx, r.List, lists, depth, kind)
+	b, _, err := s.readBounded(ctx, r, now, depth, kind, nil)
 	if err != nil {
 		return nil, false, err
 	}
-	bound := int64(0)
-	for _, rs := range ranked {
-		bound += tail(rs, depth)
+	sums, unsummed := within(ctx, b.candidates(), func(ctx context.Context, id string) (int64, error) {
+		return s.sumSince(ctx, id, r.Sum, r.From(now))
+	})
+	b.raise(unsummed)
+	out := positive(sums)
+	settled := sort.Search(len(out), func(i int) bool { return b.beyond(out[i]) })
+	if settled >= limit {
+		return out[:limit], true, nil
 	}
-	var out []windows.Ranked
-	for _, id := range candidates(ranked) {
-		n, err := s.sumSince(ctx, id, r.Sum, r.From(now))
-		if err != nil {
-			return nil, false, err
+	return out[:settled], b.bound == 0 && len(unsummed) == 0, nil
+}
+
+// bounded are the lists of a rolling window's candidates, read to depth,
+// and what a counter beyond them counts at most (bound), coming after cut
+// when it counts that much ("": it may come anywhere among them).
+type bounded struct {
+	ranked []([]windows.Ranked)
+	depth  int
+	old    bool // a list by count too (upgrade.go)
+	bound  int64
+	cut    string
+}
+
+// readBounded reads the lists of rolling window r at now (of kind, when
+// not "") to depth, and extra lists beside them, at once.
+func (s *Store) readBounded(ctx context.Context, r windows.Rolling, now time.Time, depth int, kind string, extra []list) (bounded, [][]windows.Ranked, error) {
+	lists := s.rollingLists(r, now)
+	b := bounded{depth: depth}
+	if len(lists) == 2 {
+		var err error
+		if b.old, err = s.holdsOld(ctx, r.List, lists[0].start); err != nil {
+			return bounded{}, nil, err
 		}
+		if b.old {
+			lists = append(lists, list{lists[0].start, ByCount})
+		}
+	}
+	ranked, err := s.tops(ctx, r.List, append(lists, extra...), depth, kind)
+	if err != nil {
+		return bounded{}, nil, err
+	}
+	b.ranked = ranked[:len(lists)]
+	b.bound, b.cut = boundOf(b.ranked[:min(len(b.ranked), 2)], depth)
+	if b.old { // a bound of two lists' values: nothing at it is settled
+		if v := tail(b.ranked[1], depth) + tail(b.ranked[2], depth); v >= b.bound && v > 0 {
+			b.bound, b.cut = v, ""
+		}
+	}
+	return b, ranked[len(lists):], nil
+}
+
+// candidates are the counters of the lists, each once.
+func (b *bounded) candidates() []string { return candidates(b.ranked) }
+
+// raise raises the bound by the candidates whose count is not known: each
+// counts at most its lists' values, at its id.
+func (b *bounded) raise(unknown []string) {
+	for _, id := range unknown {
+		v := listed(b.ranked, id)
+		if b.old {
+			v = oldBound(b.ranked, b.depth, id)
+		}
+		switch {
+		case v > b.bound:
+			b.bound, b.cut = v, id
+		case v == b.bound && v > 0:
+			b.cut = min(b.cut, id)
+		}
+	}
+}
+
+// beyond reports whether a counter beyond the lists may rank before r.
+func (b *bounded) beyond(r windows.Ranked) bool {
+	return b.bound > 0 && (r.Count < b.bound || r.Count == b.bound && r.CounterID > b.cut)
+}
+
+// rollingLists are the lists a rolling window's candidates are read
+// from: the current bucket by carry, and the bucket before by open peak,
+// of the slot holding the window's start; the current one alone when the
+// window starts with it (by count) or inside it (by open peak: a day of
+// 25 hours).
+func (s *Store) rollingLists(r windows.Rolling, now time.Time) []list {
+	from, current := r.From(now), s.cal.Start(r.List, now)
+	switch {
+	case from.Equal(current):
+		return []list{{current, ByCount}}
+	case from.After(current):
+		return []list{{current, ByPeak(s.cal.Slot(r.List, current, from))}}
+	}
+	before := s.cal.Start(r.List, from) // no day is shorter than its 23 hours before the current one: never two back
+	slot := s.cal.Slot(r.List, before, from)
+	return []list{{current, ByCarry(slot)}, {before, ByPeak(slot)}}
+}
+
+// boundOf is what a counter beyond rankings (each read to depth) counts
+// at most, and the id it comes after when it counts that much: the
+// largest of their last values, and the smallest last id of those ending
+// at it (a ranking ties by id). 0 when every one ended before its depth.
+func boundOf(rankings [][]windows.Ranked, depth int) (int64, string) {
+	var bound int64
+	cut := ""
+	for _, rs := range rankings {
+		if t := tail(rs, depth); t > bound {
+			bound, cut = t, rs[len(rs)-1].CounterID
+		} else if t == bound && t > 0 && rs[len(rs)-1].CounterID < cut {
+			cut = rs[len(rs)-1].CounterID
+		}
+	}
+	return bound, cut
+}
+
+// listed is the largest value counter id has in rankings.
+func listed(rankings [][]windows.Ranked, id string) int64 {
+	var v int64
+	for _, rs := range rankings {
+		for _, r := range rs {
+			if r.CounterID == id {
+				v = max(v, r.Count)
+			}
+		}
+	}
+	return v
+}
+
+// positive are the counters of sums that counted, highest first, ties by
+// id: a ranking's order.
+func positive(sums map[string]int64) []windows.Ranked {
+	var out []windows.Ranked
+	for id, n := range sums {
 		if n > 0 {
 			out = append(out, windows.Ranked{CounterID: id, Count: n})
 		}
@@ -62,15 +180,45 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 	slices.SortFunc(out, func(a, b windows.Ranked) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.CounterID, b.CounterID))
 	})
-	// Settled: above the bound (a tie at it could rank before, by id).
-	settled := len(out)
-	if bound > 0 {
-		settled = sort.Search(len(out), func(i int) bool { return out[i].Count <= bound })
+	return out
+}
+
+// atOnce is how many candidates a ranking sums at once.
+const atOnce = 16
+
+// within runs f for each of ids, atOnce at a time, within half what is
+// left of ctx's deadline: the results, and the ids whose f failed or was
+// not done in time (a ranking bounds those by their lists' values).
+func within[T any](ctx context.Context, ids []string, f func(ctx context.Context, id string) (T, error)) (map[string]T, []string) {
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/2))
+		defer cancel()
 	}
-	if settled >= limit {
-		return out[:limit], true, nil
+	var mu sync.Mutex
+	results := map[string]T{}
+	var failed []string
+	g := errgroup.Group{}
+	g.SetLimit(atOnce)
+	for _, id := range ids {
+		g.Go(func() error {
+			v, err := f(ctx, id)
+			if err == nil {
+				err = ctx.Err()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, id)
+			} else {
+				results[id] = v
+			}
+			return nil
+		})
 	}
-	return out[:settled], bound == 0, nil
+	g.Wait()
+	slices.Sort(failed)
+	return results, failed
 }
 
 // tail is the last value of a ranking read to depth: what any counter
@@ -103,16 +251,18 @@ type list struct {
 }
 
 // tops reads each of lists of granularity g to depth (of kind, when not
-// ""), a query each.
+// ""), a query each, at once.
 func (s *Store) tops(ctx context.Context, g windows.Granularity, lists []list, depth int, kind string) ([][]windows.Ranked, error) {
 	out := make([][]windows.Ranked, len(lists))
+	eg, ctx := errgroup.WithContext(ctx)
 	for i, l := range lists {
-		var err error
-		if out[i], err = s.top(ctx, g, l.start, depth, kind, l.by); err != nil {
-			return nil, err
-		}
+		eg.Go(func() error {
+			var err error
+			out[i], err = s.top(ctx, g, l.start, depth, kind, l.by)
+			return err
+		})
 	}
-	return out, nil
+	return out, eg.Wait()
 }
 
 // candidates are the counters of rankings, each once, in their order.

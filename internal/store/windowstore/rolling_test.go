@@ -21,8 +21,8 @@ import (
 // negative changes) over two hours, and checks the rolling window's
 // ranking against a sum of every counter's minutes in the window: equal
 // when it says it is exact, a prefix of it when not, for many limits and
-// seeds. Even seeds write hour buckets with a peak, odd ones as before
-// peaks, with a gross.
+// seeds. Its hour buckets hold what the roll-up's leave: their peaks, open
+// peaks and carries (windows.Peak), of the changes in time order.
 func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("rolling"))
@@ -40,8 +40,9 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 		batch := fs.BulkWriter(ctx)
 		for c := range 40 {
 			id := fmt.Sprintf("%s:c%d", kind, c)
-			hours := map[time.Time][2]int64{} // count, gross
+			hours := map[time.Time]int64{} // count
 			peaks := map[time.Time]windows.Peak{}
+			var running windows.Peak
 			for m := 119; m >= 0; m-- { // oldest first, as roll-ups come
 				start := windows.UTC.Start(windows.Minute, now).Add(-time.Duration(m) * time.Minute)
 				if rng.IntN(3) != 0 {
@@ -66,19 +67,12 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 					truth[id] += change
 				}
 				h := windows.UTC.Start(windows.Hour, start)
-				hc := hours[h]
-				hours[h] = [2]int64{hc[0] + change, hc[1] + max(change, 0)}
-				peaks[h] = peaks[h].Add(windows.UTC, windows.Hour, h, start, change)
+				hours[h] += change
+				running = running.Add(windows.UTC, windows.Hour, h, start, change)
+				peaks[h] = running
 			}
-			for h, hc := range hours {
-				bounds := map[string]int64{"gross": hc[1]}
-				if seed%2 == 0 {
-					bounds = map[string]int64{}
-					for s, v := range peaks[h].Values {
-						bounds[fmt.Sprint("peak_", s)] = v
-					}
-				}
-				put(fs, batch, id, kind, windows.Hour, h, hc[0], bounds)
+			for h, count := range hours {
+				put(fs, batch, id, kind, windows.Hour, h, count, peakFields(peaks[h], running.Start.After(h)))
 			}
 		}
 		batch.End()
@@ -121,8 +115,22 @@ func TestRollingTopIsTheBruteForceRanking(t *testing.T) {
 	}
 }
 
+// peakFields are the fields the roll-up writes of an hour's peaks: each
+// slot's peak kept, carry, and open peak (0 once closed by the counter's
+// first roll-up in a later hour).
+func peakFields(p windows.Peak, closed bool) map[string]int64 {
+	fields := map[string]int64{}
+	for s, v := range p.Values {
+		fields[fmt.Sprint("run_", s)], fields[fmt.Sprint("carry_", s)], fields[fmt.Sprint("peak_", s)] = v, p.Carry(s), p.Open(s)
+		if closed {
+			fields[fmt.Sprint("peak_", s)] = 0
+		}
+	}
+	return fields
+}
+
 // put writes a window bucket as the roll-up writes it, with its bounds
-// (peaks, or gross as before peaks).
+// (peaks, open peaks, carries).
 func put(fs *firestore.Client, w *firestore.BulkWriter, id, kind string, g windows.Granularity, start time.Time, count int64, bounds map[string]int64) {
 	doc := map[string]any{"counter_id": id, "granularity": string(g), "start": start, "count": count, "ranked": true, "kind": kind}
 	for field, v := range bounds {

@@ -17,8 +17,9 @@ import (
 
 // Store reads the buckets of one database.
 type Store struct {
-	db  *fs.DB
-	cal windows.Calendar
+	db       *fs.DB
+	cal      windows.Calendar
+	upgraded upgraded
 }
 
 // New returns the store on db, whose buckets begin as cal says.
@@ -68,7 +69,7 @@ func (s *Store) History(ctx context.Context, id string, g windows.Granularity, s
 }
 
 // By is what a ranking of buckets orders by: the count, or a bound on
-// what a part of the bucket counted: its peak of a slot (ByPeak), or (of
+// what a part of the bucket counted: its peak or carry of a slot, or (of
 // roll-ups of before peaks) its gross, the sum of its changes that added.
 type By string
 
@@ -80,9 +81,12 @@ const (
 	ByRise By = dm.FieldRise
 )
 
-// ByPeak orders by the peak of slot s: what the bucket's changes from
-// slot s on add at most.
-func ByPeak(s int) By { return By(dm.FieldPeak(s)) }
+// ByPeak orders by the peak of slot s while the bucket is its counter's
+// current one (0 after): what its changes from slot s on add at most.
+// ByCarry orders by the bucket before's peak of slot s plus the bucket's
+// count (windows.Peak).
+func ByPeak(s int) By  { return By(dm.FieldPeak(s)) }
+func ByCarry(s int) By { return By(dm.FieldCarry(s)) }
 
 // TopQuery is Top's query for a window (g, start), or over the counters'
 // totals when g is "": ranked counters only, of kind when not "", highest
@@ -96,12 +100,17 @@ func (s *Store) TopQuery(g windows.Granularity, start time.Time, limit int, kind
 		return q.Where(dm.FieldRanked, "==", true).Where(dm.FieldCount, ">", 0).
 			OrderBy(dm.FieldCount, firestore.Desc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
 	}
+	return s.BucketsQuery(g, start, kind, by).Where(string(by), ">", 0).Limit(limit)
+}
+
+// BucketsQuery is the ranked counters' buckets of g starting at start (of
+// kind, when not "") that have a value by, highest first, ties by id.
+func (s *Store) BucketsQuery(g windows.Granularity, start time.Time, kind string, by By) firestore.Query {
 	q := s.db.CollectionGroup(dm.Windows).Where(dm.FieldGranularity, "==", string(g)).Where(dm.FieldStart, "==", start)
 	if kind != "" {
 		q = q.Where(dm.FieldKind, "==", kind)
 	}
-	return q.Where(dm.FieldRanked, "==", true).Where(string(by), ">", 0).
-		OrderBy(string(by), firestore.Desc).OrderBy(dm.FieldCounterID, firestore.Asc).Limit(limit)
+	return q.Where(dm.FieldRanked, "==", true).OrderBy(string(by), firestore.Desc).OrderBy(dm.FieldCounterID, firestore.Asc)
 }
 
 // Top returns the ranked counters (of kind, when not "") with the highest

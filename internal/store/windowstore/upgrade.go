@@ -1,0 +1,90 @@
+package windowstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// Buckets of the version before carries: its roll-ups wrote a bucket's
+// count and peaks but no carry, so a counter whose bucket of the current
+// hour (or day) only that version wrote is in no list by carry, and counts
+// in a rolling window at most its peak in the bucket before plus that
+// count. While a current bucket holds such buckets, a ranking lists it by
+// count too and bounds the counters beyond the lists by the sum of the
+// two lists' last values as well (docs/design/windows.md, "Upgrading").
+
+// upgraded remembers, by granularity, the earliest current bucket found to
+// hold none: every later one holds none either (roll-ups of the version
+// before may still land while a deploy rolls out, which the design page
+// says).
+type upgraded struct {
+	mu    sync.Mutex
+	since map[windows.Granularity]time.Time
+}
+
+// holdsOld reports whether the bucket of g starting at start holds
+// buckets of the version before carries: two count aggregations (a read
+// per 1,000 buckets each), until one bucket of g holds none.
+func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start time.Time) (bool, error) {
+	s.upgraded.mu.Lock()
+	since, ok := s.upgraded.since[g]
+	s.upgraded.mu.Unlock()
+	if ok && !start.Before(since) {
+		return false, nil
+	}
+	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), time.Time{})
+	if err != nil {
+		return false, fs.Classify(err, "count a window's buckets")
+	}
+	carried, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCarry(0)), time.Time{})
+	if err != nil {
+		return false, fs.Classify(err, "count a window's buckets")
+	}
+	if carried < all {
+		return true, nil
+	}
+	s.upgraded.mu.Lock()
+	defer s.upgraded.mu.Unlock()
+	if s.upgraded.since == nil {
+		s.upgraded.since = map[windows.Granularity]time.Time{}
+	}
+	if since, ok := s.upgraded.since[g]; !ok || start.Before(since) {
+		s.upgraded.since[g] = start
+	}
+	return false, nil
+}
+
+// oldBound is what a counter beyond rankings (by carry, by peak in the
+// bucket before, by count; each read to depth) counts at most when it
+// may be a bucket of the version before: its peak before plus its count.
+// A counter listed counts as listed, one unlisted as the list's last
+// value.
+func oldBound(rankings [][]windows.Ranked, depth int, id string) int64 {
+	byCarry, byPeak, byCount := rankings[0], rankings[1], rankings[2]
+	if v, ok := valueIn(byCarry, id); ok {
+		return v
+	}
+	peak, ok := valueIn(byPeak, id)
+	if !ok {
+		peak = tail(byPeak, depth)
+	}
+	count, ok := valueIn(byCount, id)
+	if !ok {
+		count = tail(byCount, depth)
+	}
+	return max(tail(byCarry, depth), peak+count)
+}
+
+// valueIn is counter id's value in ranking rs, if listed.
+func valueIn(rs []windows.Ranked, id string) (int64, bool) {
+	for _, r := range rs {
+		if r.CounterID == id {
+			return r.Count, true
+		}
+	}
+	return 0, false
+}
