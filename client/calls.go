@@ -238,6 +238,8 @@ type Ranking struct {
 	} `json:"rising,omitempty"`
 	// Exact, for a rolling window: no other counter can rank among these.
 	// When false (rare), Counters holds only those sure of their place.
+	// For rising: no counter left out can score above the last listed
+	// (often false on a busy app; Counters are then the best scored).
 	Exact    *bool `json:"exact,omitempty"`
 	Counters []struct {
 		CounterID string `json:"counter_id"`

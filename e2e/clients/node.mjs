@@ -87,6 +87,7 @@ for (let i = 0; i < 2; i++) await sc.view(`watchers:${post}`);
 await until((f, e) => sc.watchCount(`watchers:${post}`, f, e), (c) => c.count === 1 && c.estimate, "one viewer, an estimate");
 const rising = await sc.top("rising", { kind: "views" });
 assert.equal(rising.window, "rising");
+assert.equal(typeof rising.exact, "boolean", "rising says whether it is exact");
 console.log("viewers: one, an estimate; rising ranks");
 assert.deepEqual(waits, []); // nothing was retried against dev.sh
 process.exit(0);

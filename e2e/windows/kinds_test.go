@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 )
 
 // kindRankings: topCounters ranks one kind, in calendar windows, rolling
-// ones and by total; counters of kinds come into being with their first
-// increment or like (COUNTER_KINDS, set in TestMain).
+// ones, by total and by what is rising (all exact, so few counters are
+// all candidates); counters of kinds come into being with their first
+// increment or like (COUNTER_KINDS, set in TestMain). A distinct kind
+// ranks by its estimate of all time, and says so of any other window.
 func kindRankings(t *testing.T, run int64) {
 	views := []string{fmt.Sprintf("views:a-%d", run), fmt.Sprintf("views:b-%d", run)}
 	like := fmt.Sprintf("likes:p-%d", run)
@@ -30,7 +33,7 @@ func kindRankings(t *testing.T, run int64) {
 		"views": {views[0] + "=5", views[1] + "=3"},
 		"likes": {like + "=2"},
 	}
-	for _, window := range []string{"hour", "day", "last_hour", "last_day", "all"} {
+	for _, window := range []string{"hour", "day", "last_hour", "last_day", "all", "rising"} {
 		for kind, ids := range want {
 			var rk ranking
 			ok := waitFor(t, 2*cadence+2*time.Second, func() bool {
@@ -44,13 +47,32 @@ func kindRankings(t *testing.T, run int64) {
 			if !ok {
 				t.Errorf("topCounters?window=%s&kind=%s = %s, want %v", window, kind, rk, ids)
 			}
-			if rolling := window == "last_hour" || window == "last_day"; rolling && (rk.Exact == nil || !*rk.Exact) {
+			if rolling := window == "last_hour" || window == "last_day" || window == "rising"; rolling && (rk.Exact == nil || !*rk.Exact) {
 				t.Errorf("window %s: not exact (%v)", window, rk.Exact)
 			}
 		}
 	}
 	if r := do(t, "GET", "topCounters?window=hour&kind=nope", ""); r.Status != http.StatusBadRequest {
 		t.Errorf("a kind COUNTER_KINDS does not declare: %s", r)
+	}
+
+	viewers := fmt.Sprintf("viewers:v-%d", run)
+	for _, m := range []string{"a", "b", "a"} {
+		if r := do(t, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"member":"%s-%d"}`, viewers, m, run)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	var rk ranking
+	if !waitFor(t, 2*cadence+2*time.Second, func() bool {
+		rk = top(t, "window=all&kind=viewers")
+		return len(rk.Counters) == 1 && rk.Counters[0].CounterID == viewers && rk.Counters[0].Count == 2
+	}) {
+		t.Errorf("a distinct kind by total: %s, want %s=2", rk, viewers)
+	}
+	for _, window := range []string{"hour", "last_hour", "rising"} {
+		if r := do(t, "GET", "topCounters?kind=viewers&window="+window, ""); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "window=all") {
+			t.Errorf("a distinct kind in window %s: %s, want a 400 naming window=all", window, r)
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		"AUTH":                    "off",
 		"ROLLUP_CADENCE":          cadence.String(),
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
-		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["love", "wow", "sad"]}}`,
+		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["love", "wow", "sad"]}, "viewers": {"distinct": true}}`,
 		"LOG_LEVEL":               "warn",
 	})
 	os.Exit(m.Run())

@@ -105,6 +105,9 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		return TopCountersResponse{}, errs.Invalid("choice", "%q is not a choice of kind %q (choice goes with a kind of choices)", choice, kind)
 	}
 	window := deref(body.Window)
+	if err := declared.Mode().RanksIn(kind, window); kind != "" && window != "" && err != nil {
+		return TopCountersResponse{}, err
+	}
 	resp := TopCountersResponse{Window: window, Kind: kind, Choice: choice}
 	now := core.now()
 	var g windows.Granularity

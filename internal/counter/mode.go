@@ -107,3 +107,14 @@ func (m Mode) Change(delta int64, choice string) string {
 	}
 	return fmt.Sprintf("delta %d", delta)
 }
+
+// RanksIn says whether counters of kind, of mode m, rank in window (of
+// topCounters): a distinct counter keeps sketches of its users, not counts,
+// in its hour and day buckets, and a union of viewers is no sum of
+// buckets, so its kind ranks by total only (window=all, the estimate).
+func (m Mode) RanksIn(kind, window string) error {
+	if m == Distinct && window != "all" {
+		return errs.Invalid("window", "kind %q is distinct: its counters rank by their estimate of all time only (window=all); its windows keep sketches of users, which do not add up", kind)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -47,8 +48,23 @@ func Classify(err error, what string) error {
 	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Internal, codes.Unknown,
 		codes.Unauthenticated: // also what gRPC says when fetching an access token failed
 		return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), RetryAfter, "Firestore is unavailable or busy; retry shortly")
+	case codes.FailedPrecondition:
+		if MissingIndex(err) { // an upgrade's new index, still building after the deploy
+			return errs.Retryable(fmt.Errorf("firestoredb: %s: %w", what, err), IndexRetryAfter,
+				"a Firestore index this needs is not built yet (scripts/deploy.sh creates them, building takes minutes); retry later")
+		}
 	}
 	return fmt.Errorf("firestoredb: %s: %w", what, err)
+}
+
+// IndexRetryAfter is what a client is told to wait while an index is
+// built.
+const IndexRetryAfter = time.Minute
+
+// MissingIndex reports whether err is Firestore refusing a query for an
+// index it lacks (FAILED_PRECONDITION, "The query requires an index").
+func MissingIndex(err error) bool {
+	return Code(err) == codes.FailedPrecondition && strings.Contains(status.Convert(err).Message(), "requires an index")
 }
 
 // Raced is the error an attempt of retry.Raced returns when its commit's

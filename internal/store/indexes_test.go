@@ -73,8 +73,6 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a choice":                                  windowStore.TopQuery(windows.Hour.Of("love"), windows.UTC.Start(windows.Hour, now), 10, "reactions", windowstore.ByCount),
 		"top of a choice, total":                           windowStore.TopQuery(windows.AllTime.Of("love"), windows.AllTimeStart, 10, "reactions", windowstore.ByCount),
 		"top of a choice by carry":                         windowStore.TopQuery(windows.Day.Of("love"), windows.UTC.Start(windows.Day, now), 10, "reactions", windowstore.ByCarry(3)),
-		"top by gross":                                     windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "", windowstore.ByGross),
-		"top of a kind, gross":                             windowStore.TopQuery(windows.Day, windows.UTC.Start(windows.Day, now), 10, "likes", windowstore.ByGross),
 		"a bucket's ranked buckets (the upgrade's check)":  windowStore.BucketsQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), "", windowstore.ByCount),
 		"a bucket's carried buckets (the upgrade's check)": windowStore.BucketsQuery(windows.Day, windows.UTC.Start(windows.Day, now), "", windowstore.ByCarry(0)),
 		"a rolling window":                                 windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),

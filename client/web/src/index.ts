@@ -104,7 +104,9 @@ export interface Ranking extends wire.TopCountersResponse {
   /**
    * For a rolling window: no other counter can rank among these. When
    * false (rare), `counters` holds only those sure of their place, highest
-   * first, and others may rank below them: show it as such.
+   * first, and others may rank below them: show it as such. For
+   * "rising": no counter left out can score above the last listed (often
+   * false on a busy app: the list is then the best of those scored).
    */
   exact?: boolean;
   /** Of window "rising": what it scored with. */

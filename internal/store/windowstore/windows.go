@@ -75,7 +75,6 @@ type By string
 
 const (
 	ByCount By = dm.FieldCount
-	ByGross By = dm.FieldGross
 	// ByRise orders an hour's buckets by their counter's rise
 	// (windows.Momentum): rising's candidates.
 	ByRise By = dm.FieldRise
