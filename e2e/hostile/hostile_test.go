@@ -41,7 +41,7 @@ func start(t *testing.T) *site {
 	dev := testenv.StartDev(t, root, "AUTH=required", "USER_CREATE=off", "ANONYMOUS_CREATE=off",
 		"APP_CHECK=enforce", "APP_CHECK_CONSUME=incrementCounter", "TRUSTED_PROXIES=1",
 		"RATE_LIMITS="+userBudgets, "ADDRESS_RATE_LIMITS="+addressBudgets,
-		`COUNTER_KINDS={"likes": {"unique": true}, "views": {}, "hearts": {"unique": true, "keys_in": "posts"}}`)
+		`COUNTER_KINDS={"likes": {"unique": true}, "views": {}, "hearts": {"unique": true, "keys_in": "posts"}, "reactions": {"choices": ["love", "wow"]}}`)
 	return &site{t: t, dev: dev, project: testenv.AuthProject()}
 }
 
@@ -299,6 +299,22 @@ func TestAttacker(t *testing.T) {
 		}
 		if r := inc("views:minted-0"); r.Status != http.StatusOK {
 			t.Errorf("an increment of a counter that exists: %s", r)
+		}
+		// A choice the kind lacks is refused before the first use is paid
+		// for: two of them leave the three of the create budget.
+		chooser := s.user("chooser", false)
+		react := func(id, choice string) testenv.Response {
+			return s.call("POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"choice":%q}`, id, choice), "203.0.113.61", "Authorization", chooser)
+		}
+		for i := range 2 {
+			if r := react(fmt.Sprintf("reactions:bad-%d", i), "nope"); r.Status != http.StatusBadRequest {
+				t.Errorf("a choice the kind lacks: %s, want 400", r)
+			}
+		}
+		for i := range 3 {
+			if r := react(fmt.Sprintf("reactions:minted-%d", i), "love"); r.Status != http.StatusOK {
+				t.Errorf("first use %d after two refused choices: %s", i, r)
+			}
 		}
 	})
 

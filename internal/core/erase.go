@@ -68,10 +68,14 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 	if err != nil {
 		return EraseMemberResponse{}, err
 	}
+	if err := core.checkErasure(ctx, uid, cur); err != nil {
+		return EraseMemberResponse{}, err
+	}
 	if cur.began.IsZero() {
 		// The erasure begins: every instance refuses the user's tokens
-		// issued before, within ERASURE_CHECK.
-		cur.began = core.now()
+		// issued before, within ERASURE_CHECK. Firestore keeps
+		// microseconds: the token's time is the record's.
+		cur.began = core.now().Truncate(time.Microsecond)
 		if err := core.members.RecordErasure(ctx, uid, cur.began, cur.began.Add(tokenLife)); err != nil {
 			return EraseMemberResponse{}, err
 		}
@@ -166,6 +170,35 @@ type erasure struct {
 func (e erasure) token() string {
 	return strings.Join([]string{e.began.UTC().Format(time.RFC3339Nano), strconv.FormatBool(e.since),
 		e.after.JoinedAt.UTC().Format(time.RFC3339Nano), e.after.Path}, " ")
+}
+
+// checkErasure refuses a page token whose times are in the future, or
+// whose erasure is not uid's latest recorded one (began is the record's
+// time): a token is admin input, and an edited one must not answer
+// complete with nothing erased. The record is this instance's look at the
+// erasures, or else a query of those recorded since the token's began. A
+// token past a token's life (its record expired) is refused: an erasure
+// begun again, without page_token, is as good.
+func (core *Core) checkErasure(ctx context.Context, uid string, cur erasure) error {
+	if cur.began.IsZero() {
+		return nil
+	}
+	latest := core.now().Add(eraseSlack)
+	if cur.began.After(latest) || cur.after.JoinedAt.After(latest) {
+		return errs.Invalid("page_token", "is not a page token of eraseMember: it names a time to come")
+	}
+	began, err := core.erasureBegan(ctx, uid)
+	if err != nil || began.Equal(cur.began) {
+		return err
+	}
+	recorded, err := core.members.ErasuresSince(ctx, cur.began.Add(-eraseSlack))
+	if err != nil {
+		return err
+	}
+	if !recorded[uid].Equal(cur.began) {
+		return errs.Invalid("page_token", "is not a page token of this user's latest erasure, or it is over an hour old: call eraseMember without page_token to begin again")
+	}
+	return nil
 }
 
 // erasureCursor reads a page token of eraseMember (erasure.token), of

@@ -227,11 +227,11 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 	return out
 }
 
-// authorize reads counter id (once per request), pays for its first use,
-// and checks what the caller may do to it with op, as its mode takes it
-// (modes.go): a delta within the caller's role, or +1 or −1 of the caller
-// (an admin's for member), a choice, a member added once. It returns op,
-// with its user and its counter.
+// authorize reads counter id (once per request), checks what the caller
+// may do to it with op, as its mode takes it (modes.go: a delta within the
+// caller's role, or +1 or −1 of the caller, an admin's for member, a
+// choice, a member added once), and only then pays for its first use. It
+// returns op, with its user and its counter.
 func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item IncrementItem, read map[string]authorized) (increment.Op, error) {
 	member := item.Member
 	if member != nil && !caller.Admin {
@@ -240,17 +240,22 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 	a, ok := read[id]
 	if !ok {
 		c, fresh, err := core.counters.LiveOrNewCached(ctx, id)
-		if err == nil {
-			err = core.payForFirstUse(ctx, caller, c)
-		}
 		if err != nil {
 			return op, err
 		}
 		a = authorized{c: c, fresh: fresh}
-		read[id] = a
 	}
 	op.User, op.Counter, op.Fresh, op.Erase = caller.User, a.c, a.fresh, item.erase
-	return op, modes[a.c.Mode].take(core, caller, a.c, &op, item)
+	if err := modes[a.c.Mode].take(core, caller, a.c, &op, item); err != nil {
+		return op, err // before a first use is paid for: a choice it lacks creates nothing
+	}
+	if !ok {
+		if err := core.payForFirstUse(ctx, caller, a.c); err != nil {
+			return op, err
+		}
+		read[id] = a
+	}
+	return op, nil
 }
 
 // validate checks an increment on its own; headerKey is the request's

@@ -135,6 +135,11 @@ func (core *Core) ListCounters(ctx context.Context, caller Caller, body ListCoun
 	if after != "" && counter.ValidateID(after) != nil {
 		return ListCountersResponse{}, errs.Invalid("page_token", "is not a page token of listCounters")
 	}
+	if body.Owner != nil {
+		if err := counter.ValidateUID("owner", *body.Owner); err != nil {
+			return ListCountersResponse{}, err
+		}
+	}
 	owner, all := caller.User, false
 	switch {
 	case body.Owner != nil && !caller.Admin && *body.Owner != caller.User:

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardcount/shardcount/internal/shardedts"
 	"github.com/shardcount/shardcount/internal/windows"
@@ -217,5 +218,13 @@ func CounterOfMember(path, uid string) string {
 // memberships finds: a counter's, or an app's own).
 func IsMembership(path, uid string) bool {
 	parts := strings.Split(path, "/")
-	return len(parts)%2 == 0 && parts[len(parts)-2] == Members && parts[len(parts)-1] == uid && !slices.Contains(parts, "")
+	return len(parts)%2 == 0 && parts[len(parts)-2] == Members && parts[len(parts)-1] == uid && !slices.ContainsFunc(parts, badSegment)
+}
+
+// badSegment reports whether s can be no collection or document id of a
+// path: empty, "." or "..", reserved (__…__), too long or not UTF-8
+// (Firestore's rules, which it answers with an error).
+func badSegment(s string) bool {
+	return s == "" || s == "." || s == ".." || len(s) > 1500 || !utf8.ValidString(s) ||
+		len(s) >= 4 && strings.HasPrefix(s, "__") && strings.HasSuffix(s, "__")
 }

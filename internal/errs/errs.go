@@ -10,6 +10,8 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -65,13 +67,13 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // New returns an *Error with a formatted message.
 func New(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Message: sprintf(format, args...)}
 }
 
 // Invalid reports a bad request field; the message starts with the field name
 // so clients can tell which input to fix.
 func Invalid(field, format string, args ...any) *Error {
-	return &Error{Code: InvalidArgument, Field: field, Message: field + " " + fmt.Sprintf(format, args...)}
+	return &Error{Code: InvalidArgument, Field: Prefix(field), Message: Prefix(field) + " " + sprintf(format, args...)}
 }
 
 // Under returns err with its field placed under prefix, e.g. "items[3].",
@@ -83,18 +85,21 @@ func Under(prefix string, err error) error {
 	}
 	c := *e
 	c.Field, c.Message = prefix+e.Field, prefix+e.Message
+	if !strings.HasPrefix(e.Message, e.Field) { // a message that does not name its field first
+		c.Message = prefix + e.Field + ": " + e.Message
+	}
 	return &c
 }
 
 // Wrap returns an *Error with the given code whose cause is err.
 func Wrap(code Code, err error, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+	return &Error{Code: code, Message: sprintf(format, args...), Err: err}
 }
 
 // Retryable returns an UNAVAILABLE error asking the client to retry after
 // wait; cause is logged, never shown.
 func Retryable(cause error, wait time.Duration, format string, args ...any) *Error {
-	return &Error{Code: Unavailable, Message: fmt.Sprintf(format, args...), RetryAfter: wait, Err: cause}
+	return &Error{Code: Unavailable, Message: sprintf(format, args...), RetryAfter: wait, Err: cause}
 }
 
 // prefixLen is how much of a client's input an error message echoes.
@@ -112,6 +117,41 @@ func Prefix(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// sprintf formats a message as fmt.Sprintf does, each string quoted by
+// %q cut to its Prefix: a message quotes what a client sent that way, so
+// none grows with it.
+func sprintf(format string, args ...any) string {
+	quoted := slices.Clone(args)
+	n := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("+-# 0123456789.", format[j]) >= 0 {
+			j++
+		}
+		if j == len(format) {
+			break
+		}
+		if format[j] != '%' {
+			if s, ok := at(quoted, n).(string); ok && format[j] == 'q' {
+				quoted[n] = Prefix(s)
+			}
+			n++
+		}
+		i = j
+	}
+	return fmt.Sprintf(format, quoted...)
+}
+
+func at(args []any, n int) any {
+	if n < len(args) {
+		return args[n]
+	}
+	return nil
 }
 
 // CodeOf returns the Code of err, or Internal when err is not an *Error.

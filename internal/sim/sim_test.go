@@ -103,10 +103,13 @@ func runSeed(t *testing.T, seed uint64, tracing bool) result {
 	noEmulator(t)
 	synctest.Test(t, func(t *testing.T) {
 		// The schedule starts 4 s before a minute ends, so it crosses into
-		// the next minute's buckets.
-		time.Sleep(56 * time.Second)
+		// the next minute's buckets (or an hour's and a day's).
 		r := rand.New(rand.NewPCG(seed, 0))
 		res.cfg = randomConfig(r)
+		time.Sleep(56 * time.Second)
+		if res.cfg.boundary {
+			time.Sleep(59 * time.Minute)
+		}
 		w := newWorld(r, res.cfg)
 		w.tracing = tracing
 		w.randomSchedule()

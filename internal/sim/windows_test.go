@@ -43,7 +43,7 @@ func (w *world) checkBuckets(id string) {
 		b := want[docID]
 		b.count += change
 		if slices.Contains(windows.Listed, windows.Granularity(strings.Split(string(g), ":")[0])) {
-			p := running[g].Add(windows.UTC, g, start, at, change)
+			p := running[g].Add(w.cal, g, start, at, change)
 			running[g], latest[g] = p, docID
 			for s := range b.run {
 				b.run[s], b.carry[s], b.peaks[s] = p.Values[s], p.Carry(s), p.Open(s)
@@ -64,14 +64,14 @@ func (w *world) checkBuckets(id string) {
 			at := field(ch.After, "rollup_as_of").GetTimestampValue().AsTime()
 			if change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue(); change != 0 {
 				for _, g := range windows.All {
-					add(g, windows.UTC.Start(g, at), at, change)
+					add(g, w.cal.Start(g, at), at, change)
 				}
 			} // a roll-up that changed no count writes its buckets' counts of choices, by 0
 			before, after := countsOf(ch.Before), countsOf(ch.After)
 			for choice, n := range after {
 				if change := n - before[choice]; change != 0 {
 					for _, g := range windows.All {
-						add(g.Of(choice), windows.UTC.Start(g, at), at, change)
+						add(g.Of(choice), w.cal.Start(g, at), at, change)
 					}
 					add(windows.AllTime.Of(choice), windows.AllTimeStart, at, change)
 				}
@@ -110,10 +110,10 @@ func (w *world) checkBuckets(id string) {
 }
 
 // rankings asks, once the schedule is quiet, for the ranking of the
-// current hour and of the last hour (rolling), and checks each against
-// the buckets.
+// current hour and of the last hour and day (rolling), and checks each
+// against the buckets.
 func (w *world) rankings(n int) {
-	for _, window := range []string{"hour", "last_hour"} {
+	for _, window := range []string{"hour", windows.LastHour.Name, windows.LastDay.Name} {
 		o := w.newOp("topCounters", "", n)
 		w.send(o, http.MethodGet, "limit=5&window="+window, func() { w.checkRanking(o, window) })
 	}
@@ -134,29 +134,32 @@ type ranked struct {
 
 // checkRanking: a ranking of the current hour is the top of its hour
 // buckets; one of a rolling window that says it is exact is the top of
-// the window's minutes, of the counters its hour buckets rank. One that
-// is not exact is counted, and must be a prefix of that top.
+// the window's minutes (hours), of the counters its hour (day) buckets
+// rank. One that is not exact is counted, and must be a prefix of that
+// top.
 func (w *world) checkRanking(o *op, window string) {
 	if !o.ok() {
 		w.problem("%s failed while everything was quiet", o)
 		return
 	}
 	now := time.Now() // the instances' clock, which topCounters reads
-	hour := windows.UTC.Start(windows.Hour, now)
+	r, rolling := map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}[window]
+	if !rolling { // the current hour: its own buckets, listed and summed
+		r = windows.Rolling{Sum: windows.Hour, List: windows.Hour}
+	}
+	from, listed := w.cal.Start(r.Sum, now), []time.Time{w.cal.Start(r.List, now)}
+	if rolling {
+		from, listed = r.From(now), append(listed, w.cal.Start(r.List, r.From(now)))
+	}
 	sums := map[string]int64{}
 	rankedIDs := map[string]bool{}
 	for _, id := range w.ids() {
 		for _, b := range w.under(id, "windows", time.Time{}) {
-			start := field(b, "start").GetTimestampValue().AsTime()
-			switch g := field(b, "granularity").GetStringValue(); {
-			case g == string(windows.Hour) && (start.Equal(hour) || window == "last_hour" && start.Equal(hour.Add(-time.Hour))):
-				if field(b, "ranked").GetBooleanValue() {
-					rankedIDs[id] = true
-				}
-				if window == "hour" && start.Equal(hour) {
-					sums[id] += field(b, "count").GetIntegerValue()
-				}
-			case g == string(windows.Minute) && window == "last_hour" && !start.Before(windows.LastHour.From(now)):
+			start, g := field(b, "start").GetTimestampValue().AsTime(), windows.Granularity(field(b, "granularity").GetStringValue())
+			if g == r.List && slices.ContainsFunc(listed, start.Equal) && field(b, "ranked").GetBooleanValue() {
+				rankedIDs[id] = true
+			}
+			if g == r.Sum && !start.Before(from) {
 				sums[id] += field(b, "count").GetIntegerValue()
 			}
 		}
@@ -171,7 +174,7 @@ func (w *world) checkRanking(o *op, window string) {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.CounterID, b.CounterID))
 	})
 	want = want[:min(5, len(want))]
-	if window == "last_hour" && (o.answer.Exact == nil || !*o.answer.Exact) {
+	if rolling && (o.answer.Exact == nil || !*o.answer.Exact) {
 		// Not exact: the answer says so, and holds only counters it is
 		// sure of, first: none left out while one it outranks is in.
 		w.undecided++

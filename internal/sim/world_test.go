@@ -20,6 +20,7 @@ import (
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/httpapi"
 	"github.com/shardcount/shardcount/internal/service"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 const project = "demo-sim"
@@ -67,9 +68,12 @@ type config struct {
 	reactions  bool    // a counter of the choice kind reactions, its users reacting from two devices each
 	autoShard  bool    // AUTO_SHARDING=on, at a target hot counters pass
 	audits     bool    // full audits of every counter ({"full": true}) among the work
-	maxWait    time.Duration
-	skew       time.Duration     // Firestore's clock against the instances'
-	env        map[string]string // settings that differ from environment()'s
+	// boundary: the schedule starts 4 s before an hour ends, which is
+	// midnight in its TIME_ZONE, so its rankings' windows cross both.
+	boundary bool
+	maxWait  time.Duration
+	skew     time.Duration     // Firestore's clock against the instances'
+	env      map[string]string // settings that differ from environment()'s
 }
 
 // script is a scripted schedule's environment: how long each call takes
@@ -85,7 +89,7 @@ type script struct {
 }
 
 func randomConfig(r *rand.Rand) config {
-	return config{
+	c := config{
 		instances:  1 + r.IntN(3),
 		counters:   1 + r.IntN(3),
 		ops:        10 + r.IntN(50),
@@ -109,7 +113,12 @@ func randomConfig(r *rand.Rand) config {
 		audits:     r.IntN(3) == 0,
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
+		boundary:   r.IntN(3) == 0,
 	}
+	if c.boundary {
+		c.env = map[string]string{"TIME_ZONE": "Etc/GMT+1"} // midnight at 01:00 UTC
+	}
+	return c
 }
 
 // world is one schedule: the instances of the service, the model of
@@ -118,6 +127,7 @@ type world struct {
 	rng *rand.Rand
 	cfg config
 	d   *driver
+	cal windows.Calendar // of the instances' TIME_ZONE
 
 	model     *fsmodel.Model
 	instances []*instance
@@ -196,6 +206,10 @@ func newWorld(r *rand.Rand, cfg config) *world {
 	w.model = fsmodel.New(func() time.Time { return time.Now().Add(w.cfg.skew) })
 	w.model.OnCommit = w.onCommit
 	env := w.settings()
+	w.cal = windows.UTC
+	if zone, err := time.LoadLocation(env["TIME_ZONE"]); env["TIME_ZONE"] != "" && err == nil {
+		w.cal = windows.Calendar{Zone: zone}
+	}
 	for i := range cfg.instances {
 		api := &simAPI{d: w.d, m: w.model, inst: i}
 		picks := map[string]uint64{}
