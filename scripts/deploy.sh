@@ -86,11 +86,12 @@ if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
   fi
 fi
 
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/deployplan" ./cmd/deployplan
+# go run keeps the built plan generator in Go's build cache: a deploy after
+# the first starts in a second. Its own "exit status" line says nothing the
+# generator did not.
+deployplan() { go run ./cmd/deployplan "$@" 2> >(grep -v '^exit status [0-9]*$' >&2); }
 args=(-project "$project" -region "$region" -only "$only" -settings "$settings")
-plan=$("$bin/deployplan" "${args[@]}" -trigger-location "$trigger_location" -firestore-from "$firestore_from" \
+plan=$(deployplan "${args[@]}" -trigger-location "$trigger_location" -firestore-from "$firestore_from" \
   ${replace_rules:+-replace-rules} ${insecure_open:+-insecure-open})
 
 if [ -n "$dry_run" ]; then
@@ -100,10 +101,12 @@ fi
 command -v gcloud >/dev/null 2>&1 || die "gcloud is not installed (https://cloud.google.com/sdk/docs/install)"
 command -v curl >/dev/null 2>&1 || die "curl is needed for the Firebase Rules API"
 # No deploy drops a kind, or counts it otherwise, by accident.
-"$bin/deployplan" "${args[@]}" -check-deployed ${allow_kind_changes:+-allow-kind-changes}
+deployplan "${args[@]}" -check-deployed ${allow_kind_changes:+-allow-kind-changes}
 # A file, not bash -c: an app's rules in the plan may pass the limit of one
 # command-line argument (128 KiB).
-plan_file=$bin/plan.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+plan_file=$tmp/plan.sh
 printf '%s\n' "$plan" >"$plan_file"
 bash "$plan_file"
 echo "deployed to $project ($region)"

@@ -143,7 +143,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body TopCounte
 		if limit > maxRollingLimit {
 			return TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for a rolling window", maxRollingLimit)
 		}
-		resp.Start = rolling.From(now).Format(time.RFC3339)
+		resp.Start = rolling.Start(core.cfg.Calendar, now).Format(time.RFC3339)
 		var exact bool
 		if ranked, exact, err = core.rollingTop(ctx, caller, rolling.Of(choice), now, limit, kind); err != nil {
 			return TopCountersResponse{}, err
@@ -208,18 +208,24 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp TopCountersRes
 // rollingTop ranks a rolling window in rounds of growing depth until the
 // answer is exact, each round paid by tokens of top: at most
 // maxRollingRounds rounds. An answer still not exact holds the counters
-// it is sure of, first.
+// it is sure of, first; so does one whose deeper round could not be paid
+// for or failed (its error is the answer only in the first round).
 func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolling, now time.Time, limit int, kind string) ([]windows.Ranked, bool, error) {
 	var ranked []windows.Ranked
 	exact := false
 	for depth, round := limit, 0; round < maxRollingRounds && !exact; depth, round = min(2*depth, maxRollingDepth), round+1 {
-		if err := core.allow(ctx, caller, ratelimit.Top, (rollingReads(depth)+topReads-1)/topReads); err != nil {
-			return nil, false, err
+		err := core.allow(ctx, caller, ratelimit.Top, (rollingReads(depth)+topReads-1)/topReads)
+		var deeper []windows.Ranked
+		if err == nil {
+			deeper, exact, err = core.windows.RollingTop(ctx, r, now, depth, limit, kind)
 		}
-		var err error
-		if ranked, exact, err = core.windows.RollingTop(ctx, r, now, depth, limit, kind); err != nil {
+		switch {
+		case err != nil && round == 0:
 			return nil, false, err
+		case err != nil:
+			return ranked, false, nil
 		}
+		ranked = deeper
 		if depth == maxRollingDepth {
 			break
 		}

@@ -78,22 +78,37 @@ func (db *DB) Get(ctx context.Context, name string) (*pb.Document, error) {
 	return docs[0], nil
 }
 
-// Query runs a query and counts the documents it returns (Firestore bills
-// at least one read per query).
+// Query runs a query now and counts the documents it returns (Firestore
+// bills at least one read per query).
 func (db *DB) Query(ctx context.Context, q firestore.Query) ([]*pb.Document, error) {
+	docs, _, err := db.QueryAt(ctx, q, time.Time{})
+	return docs, err
+}
+
+// QueryAt runs a query at read time at (zero: now), as Query does, and
+// returns the read time of its snapshot too: queries run at one read time
+// see one state of the database.
+func (db *DB) QueryAt(ctx context.Context, q firestore.Query, at time.Time) ([]*pb.Document, time.Time, error) {
 	req, err := runQueryRequest(q)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
+	}
+	if !at.IsZero() {
+		req.ConsistencySelector = &pb.RunQueryRequest_ReadTime{ReadTime: timestamppb.New(at)}
 	}
 	resps, err := db.api.RunQuery(ctx, req)
 	var docs []*pb.Document
+	readTime := at
 	for _, r := range resps {
 		if d := r.GetDocument(); d != nil {
 			docs = append(docs, d)
 		}
+		if t := r.GetReadTime(); t != nil && at.IsZero() {
+			readTime = t.AsTime()
+		}
 	}
 	db.read(ctx, max(1, len(docs)))
-	return docs, err
+	return docs, readTime, err
 }
 
 // Snapshots runs a query through the high-level client, which the
@@ -166,9 +181,9 @@ func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int
 }
 
 // SumOf returns the SUM of an integer field over the documents of query q,
-// now: one aggregation.
-func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string) (int64, error) {
-	return db.aggregateQuery(ctx, q, sumAgg("n", field), time.Time{})
+// at read time at (zero: now): one aggregation.
+func (db *DB) SumOf(ctx context.Context, q firestore.Query, field string, at time.Time) (int64, error) {
+	return db.aggregateQuery(ctx, q, sumAgg("n", field), at)
 }
 
 // aggregateQuery runs one aggregation, aliased n, over query q.

@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -62,12 +63,12 @@ func (w *world) checkBuckets(id string) {
 				continue // not a roll-up's write
 			}
 			at := field(ch.After, "rollup_as_of").GetTimestampValue().AsTime()
-			if change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue(); change != 0 {
-				for _, g := range windows.All {
-					add(g, w.cal.Start(g, at), at, change)
-				}
-			} // a roll-up that changed no count writes its buckets' counts of choices, by 0
 			before, after := countsOf(ch.Before), countsOf(ch.After)
+			if change := field(ch.After, "count").GetIntegerValue() - field(ch.Before, "count").GetIntegerValue(); change != 0 || !maps.Equal(before, after) {
+				for _, g := range windows.All {
+					add(g, w.cal.Start(g, at), at, change) // a switch's by 0: its peaks and carries all the same
+				}
+			}
 			for choice, n := range after {
 				if change := n - before[choice]; change != 0 {
 					for _, g := range windows.All {

@@ -104,3 +104,13 @@ var (
 func (r Rolling) From(now time.Time) time.Time {
 	return now.UTC().Truncate(r.Sum.Length()).Add(-time.Duration(r.Span-1) * r.Sum.Length()) // minutes or hours: the same in every zone
 }
+
+// Start is where a ranking of the window at now starts, by cal: From, in
+// the List bucket before the current one or in the current one. After a
+// day of 23 hours in a zone off UTC's hours by 30 or 45 minutes (or of 22,
+// Antarctica/Troll's), From falls two days back for up to an hour a year:
+// the window then starts with the day before, that much shorter, since the
+// lists that bound it hold two buckets.
+func (r Rolling) Start(cal Calendar, now time.Time) time.Time {
+	return later(r.From(now), cal.Step(r.List, cal.Start(r.List, now), -1))
+}

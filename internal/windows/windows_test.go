@@ -218,3 +218,33 @@ func TestAPeakCarriesOnlyWhatTheNextBucketLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestARollingDayStartsWithinTwoDays: in Adelaide (UTC+9:30, +10:30 in
+// summer), 4 October 2026 lasts 23 hours, from 14:30 UTC on the 3rd. At
+// 13:30 UTC on the 4th, midnight starting the 5th, the last 24 hours
+// would start at 14:00 UTC on the 3rd, in the day two back, which the
+// lists of a ranking do not bound: the window starts with the day before
+// instead. An hour later, a month later, and in UTC always, it is From.
+func TestARollingDayStartsWithinTwoDays(t *testing.T) {
+	adelaide, err := time.LoadLocation("Australia/Adelaide")
+	if err != nil {
+		t.Skip(err)
+	}
+	cal := Calendar{Zone: adelaide}
+	now := time.Date(2026, 10, 4, 13, 30, 0, 0, time.UTC)
+	if from := LastDay.From(now); !from.Equal(time.Date(2026, 10, 3, 14, 0, 0, 0, time.UTC)) {
+		t.Fatalf("From: %s", from)
+	}
+	want := time.Date(2026, 10, 3, 14, 30, 0, 0, time.UTC)
+	if got := LastDay.Start(cal, now); !got.Equal(want) || !cal.Start(Day, got).Equal(cal.Step(Day, cal.Start(Day, now), -1)) {
+		t.Errorf("Start at %s: %s, want %s", now, got, want)
+	}
+	for _, at := range []time.Time{now.Add(time.Hour), now.AddDate(0, 1, 0)} {
+		if got := LastDay.Start(cal, at); !got.Equal(LastDay.From(at)) {
+			t.Errorf("Start at %s: %s, want From %s", at, got, LastDay.From(at))
+		}
+	}
+	if got := LastHour.Start(UTC, now); !got.Equal(LastHour.From(now)) {
+		t.Errorf("last_hour: %s", got)
+	}
+}

@@ -49,9 +49,7 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	if (r.Change != 0 || r.Changes != nil) && s.opts.Windows != nil {
 		changes := map[windows.Granularity]int64{}
 		for _, g := range windows.Listed {
-			if r.Change != 0 {
-				changes[g] = r.Change
-			}
+			changes[g] = r.Change // by 0 for a switch: its bucket is listed by carry all the same
 			for choice, n := range r.Changes {
 				changes[g.Of(choice)] = n
 			}

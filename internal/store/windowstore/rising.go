@@ -36,7 +36,10 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 		return nil, false, 0, err
 	}
 	ids := candidates(append(slices.Clone(b.ranked), rises...))
-	scores, unscored := within(ctx, ids, func(ctx context.Context, id string) (windows.Scored, error) { return s.score(ctx, r, now, id) })
+	scores, unscored, err := within(ctx, ids, func(ctx context.Context, id string) (windows.Scored, error) { return s.score(ctx, r, now, b.at, id) })
+	if err != nil {
+		return nil, false, 0, err
+	}
 	b.raise(unscored)
 	var out []windows.Scored
 	for _, sc := range scores {
@@ -54,14 +57,15 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 }
 
 // score is counter id's rising score at now: its last 60 minutes and its
-// baseline, summed exactly from its buckets (an aggregation each).
-func (s *Store) score(ctx context.Context, r windows.Rising, now time.Time, id string) (windows.Scored, error) {
-	x, err := s.sumSince(ctx, id, windows.Minute, windows.LastHour.From(now))
+// baseline, summed exactly from its buckets (an aggregation each) at read
+// time at.
+func (s *Store) score(ctx context.Context, r windows.Rising, now, at time.Time, id string) (windows.Scored, error) {
+	x, err := s.sumSince(ctx, id, windows.Minute, windows.LastHour.From(now), at)
 	if err != nil {
 		return windows.Scored{}, err
 	}
 	from, to := r.Baseline(now)
-	base, err := s.db.SumOf(ctx, s.SpanQuery(id, windows.Hour, from, to), dm.FieldCount)
+	base, err := s.db.SumOf(ctx, s.SpanQuery(id, windows.Hour, from, to), dm.FieldCount, at)
 	if err != nil {
 		return windows.Scored{}, fs.Classify(err, "sum the baseline of "+id)
 	}

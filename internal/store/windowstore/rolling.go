@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -44,9 +45,12 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 	if err != nil {
 		return nil, false, err
 	}
-	sums, unsummed := within(ctx, b.candidates(), func(ctx context.Context, id string) (int64, error) {
-		return s.sumSince(ctx, id, r.Sum, r.From(now))
+	sums, unsummed, err := within(ctx, b.candidates(), func(ctx context.Context, id string) (int64, error) {
+		return s.sumSince(ctx, id, r.Sum, r.Start(s.cal, now), b.at)
 	})
+	if err != nil {
+		return nil, false, err
+	}
 	b.raise(unsummed)
 	out := positive(sums)
 	settled := sort.Search(len(out), func(i int) bool { return b.beyond(out[i]) })
@@ -65,26 +69,36 @@ type bounded struct {
 	old    bool // a list by count too (upgrade.go)
 	bound  int64
 	cut    string
+	// at is the read time of the lists, at which the candidates are
+	// summed: a roll-up closing a counter's peak in the bucket before and
+	// starting its carry in the current one, in one commit, is seen by
+	// every list or by none.
+	at time.Time
 }
 
 // readBounded reads the lists of rolling window r at now (of kind, when
-// not "") to depth, and extra lists beside them, at once.
+// not "") to depth, and extra lists beside them, at one read time: the
+// first list's, the others then at once.
 func (s *Store) readBounded(ctx context.Context, r windows.Rolling, now time.Time, depth int, kind string, extra []list) (bounded, [][]windows.Ranked, error) {
 	lists := s.rollingLists(r, now)
-	b := bounded{depth: depth}
+	first, at, err := s.top(ctx, r.List, lists[0].start, depth, kind, lists[0].by, time.Time{})
+	if err != nil {
+		return bounded{}, nil, err
+	}
+	b := bounded{depth: depth, at: at}
 	if len(lists) == 2 {
-		var err error
-		if b.old, err = s.holdsOld(ctx, r.List, lists[0].start); err != nil {
+		if b.old, err = s.holdsOld(ctx, r.List, lists[0].start, at); err != nil {
 			return bounded{}, nil, err
 		}
 		if b.old {
 			lists = append(lists, list{lists[0].start, ByCount})
 		}
 	}
-	ranked, err := s.tops(ctx, r.List, append(lists, extra...), depth, kind)
+	rest, err := s.tops(ctx, r.List, append(lists[1:], extra...), depth, kind, at)
 	if err != nil {
 		return bounded{}, nil, err
 	}
+	ranked := append([][]windows.Ranked{first}, rest...)
 	b.ranked = ranked[:len(lists)]
 	b.bound, b.cut = boundOf(b.ranked[:min(len(b.ranked), 2)], depth)
 	if b.old { // a bound of two lists' values: nothing at it is settled
@@ -126,14 +140,14 @@ func (b *bounded) beyond(r windows.Ranked) bool {
 // window starts with it (by count) or inside it (by open peak: a day of
 // 25 hours).
 func (s *Store) rollingLists(r windows.Rolling, now time.Time) []list {
-	from, current := r.From(now), s.cal.Start(r.List, now)
+	from, current := r.Start(s.cal, now), s.cal.Start(r.List, now)
 	switch {
 	case from.Equal(current):
 		return []list{{current, ByCount}}
 	case from.After(current):
 		return []list{{current, ByPeak(s.cal.Slot(r.List, current, from))}}
 	}
-	before := s.cal.Start(r.List, from) // no day is shorter than its 23 hours before the current one: never two back
+	before := s.cal.Start(r.List, from) // the bucket before the current one (Rolling.Start)
 	slot := s.cal.Slot(r.List, before, from)
 	return []list{{current, ByCarry(slot)}, {before, ByPeak(slot)}}
 }
@@ -187,9 +201,10 @@ func positive(sums map[string]int64) []windows.Ranked {
 const atOnce = 16
 
 // within runs f for each of ids, atOnce at a time, within half what is
-// left of ctx's deadline: the results, and the ids whose f failed or was
-// not done in time (a ranking bounds those by their lists' values).
-func within[T any](ctx context.Context, ids []string, f func(ctx context.Context, id string) (T, error)) (map[string]T, []string) {
+// left of ctx's deadline: the results, and the ids whose f was not done in
+// time or met a failure a retry may not (a ranking bounds those by their
+// lists' values); any other failure is the error.
+func within[T any](ctx context.Context, ids []string, f func(ctx context.Context, id string) (T, error)) (map[string]T, []string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/2))
@@ -206,6 +221,9 @@ func within[T any](ctx context.Context, ids []string, f func(ctx context.Context
 			if err == nil {
 				err = ctx.Err()
 			}
+			if err != nil && !errs.Is(err, errs.Unavailable) && ctx.Err() == nil {
+				return err
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -216,9 +234,11 @@ func within[T any](ctx context.Context, ids []string, f func(ctx context.Context
 			return nil
 		})
 	}
-	g.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
 	slices.Sort(failed)
-	return results, failed
+	return results, failed, nil
 }
 
 // tail is the last value of a ranking read to depth: what any counter
@@ -231,10 +251,10 @@ func tail(rs []windows.Ranked, depth int) int64 {
 	return rs[len(rs)-1].Count
 }
 
-// sumSince returns counter id's count in its buckets of g from from on:
-// one aggregation.
-func (s *Store) sumSince(ctx context.Context, id string, g windows.Granularity, from time.Time) (int64, error) {
-	v, err := s.db.SumOf(ctx, s.RollingQuery(id, g, from), dm.FieldCount)
+// sumSince returns counter id's count in its buckets of g from from on, at
+// read time at (zero: now): one aggregation.
+func (s *Store) sumSince(ctx context.Context, id string, g windows.Granularity, from, at time.Time) (int64, error) {
+	v, err := s.db.SumOf(ctx, s.RollingQuery(id, g, from), dm.FieldCount, at)
 	return v, fs.Classify(err, "sum the window of "+id)
 }
 
@@ -251,14 +271,14 @@ type list struct {
 }
 
 // tops reads each of lists of granularity g to depth (of kind, when not
-// ""), a query each, at once.
-func (s *Store) tops(ctx context.Context, g windows.Granularity, lists []list, depth int, kind string) ([][]windows.Ranked, error) {
+// ""), a query each, at once, at read time at.
+func (s *Store) tops(ctx context.Context, g windows.Granularity, lists []list, depth int, kind string, at time.Time) ([][]windows.Ranked, error) {
 	out := make([][]windows.Ranked, len(lists))
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, l := range lists {
 		eg.Go(func() error {
 			var err error
-			out[i], err = s.top(ctx, g, l.start, depth, kind, l.by)
+			out[i], _, err = s.top(ctx, g, l.start, depth, kind, l.by, at)
 			return err
 		})
 	}

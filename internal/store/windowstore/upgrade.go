@@ -18,37 +18,57 @@ import (
 // two lists' last values as well (docs/design/windows.md, "Upgrading").
 
 // upgraded remembers, by granularity, the earliest current bucket found to
-// hold none: every later one holds none either (roll-ups of the version
-// before may still land while a deploy rolls out, which the design page
-// says).
+// hold buckets and none of the version before: every later one holds none
+// either, once no instance of it rolls up (which the design page says of a
+// deploy rolling out); and the last one found holding some, for a minute,
+// so its counts are not taken again for every ranking.
 type upgraded struct {
 	mu    sync.Mutex
 	since map[windows.Granularity]time.Time
+	holds map[windows.Granularity]held
 }
 
+type held struct{ start, until time.Time }
+
+// holdsOldFor is how long a bucket found holding buckets of the version
+// before is taken to hold some still.
+const holdsOldFor = time.Minute
+
 // holdsOld reports whether the bucket of g starting at start holds
-// buckets of the version before carries: two count aggregations (a read
-// per 1,000 buckets each), until one bucket of g holds none.
-func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start time.Time) (bool, error) {
+// buckets of the version before carries, at read time at: two count
+// aggregations (a read per 1,000 buckets each), at most once a minute,
+// until a bucket of g holds buckets and none of them.
+func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) (bool, error) {
 	s.upgraded.mu.Lock()
-	since, ok := s.upgraded.since[g]
+	since, clean := s.upgraded.since[g]
+	h := s.upgraded.holds[g]
 	s.upgraded.mu.Unlock()
-	if ok && !start.Before(since) {
+	switch {
+	case clean && !start.Before(since):
 		return false, nil
-	}
-	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), time.Time{})
-	if err != nil {
-		return false, fs.Classify(err, "count a window's buckets")
-	}
-	carried, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCarry(0)), time.Time{})
-	if err != nil {
-		return false, fs.Classify(err, "count a window's buckets")
-	}
-	if carried < all {
+	case h.start.Equal(start) && at.Before(h.until):
 		return true, nil
+	}
+	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), at)
+	if err != nil {
+		return false, fs.Classify(err, "count a window's buckets")
+	}
+	carried, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCarry(0)), at)
+	if err != nil {
+		return false, fs.Classify(err, "count a window's buckets")
 	}
 	s.upgraded.mu.Lock()
 	defer s.upgraded.mu.Unlock()
+	switch {
+	case carried < all:
+		if s.upgraded.holds == nil {
+			s.upgraded.holds = map[windows.Granularity]held{}
+		}
+		s.upgraded.holds[g] = held{start, at.Add(holdsOldFor)}
+		return true, nil
+	case all == 0: // an empty bucket says nothing of the roll-ups to come
+		return false, nil
+	}
 	if s.upgraded.since == nil {
 		s.upgraded.since = map[windows.Granularity]time.Time{}
 	}

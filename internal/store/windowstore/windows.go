@@ -116,13 +116,14 @@ func (s *Store) BucketsQuery(g windows.Granularity, start time.Time, kind string
 // positive count in the bucket of g starting at start, or by total when g
 // is "": one indexed query, ties broken by counter id.
 func (s *Store) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error) {
-	return s.top(ctx, g, start, limit, kind, ByCount)
+	ranked, _, err := s.top(ctx, g, start, limit, kind, ByCount, time.Time{})
+	return ranked, err
 }
 
-func (s *Store) top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, by By) ([]windows.Ranked, error) {
-	docs, err := s.db.Query(ctx, s.TopQuery(g, start, limit, kind, by))
+func (s *Store) top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, by By, at time.Time) ([]windows.Ranked, time.Time, error) {
+	docs, at, err := s.db.QueryAt(ctx, s.TopQuery(g, start, limit, kind, by), at)
 	if err != nil {
-		return nil, fs.Classify(err, "rank counters")
+		return nil, at, fs.Classify(err, "rank counters")
 	}
 	out := make([]windows.Ranked, 0, len(docs))
 	for _, pd := range docs {
@@ -133,5 +134,5 @@ func (s *Store) top(ctx context.Context, g windows.Granularity, start time.Time,
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, at, nil
 }
