@@ -13,13 +13,14 @@
 # settings file's (shardcount.env.yaml) unless set here to the same. The rules
 # are a marked block spliced into the app's documents scope (a second run
 # refreshes it and keeps its switch); the indexes and field overrides are
-# added unless there, as lines of their own (every line of the app's stays).
+# added unless there, as lines of their own (every line of the app's stays,
+# but an empty list on one line, [], which opens to hold them).
 # It also creates the app's settings file, shardcount.env.yaml, beside its
 # firebase.json, when it has none (never overwriting one). Every run prints
 # the warnings of the app's files. Running it twice changes nothing.
 set -euo pipefail
 unset CDPATH # cd prints the directory when CDPATH finds it, which $(cd …; pwd) would capture
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 check= only=
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -150,9 +150,10 @@ func (p *plan) writeRules(w io.Writer, rules string) {
 // exists already is fine; any other failure stops the deploy.
 const indexHelper = `# Creates a Firestore index; one that exists already is fine, any other failure stops the deploy.
 create_index() {
-  local out
+  local name=$1 out
+  shift
   if out=$("$@" 2>&1); then printf '%s\n' "$out"; return 0; fi
-  case "$out" in *ALREADY_EXISTS*|*"already exists"*) echo "exists already: ${*: -1}"; return 0 ;; esac
+  case "$out" in *ALREADY_EXISTS*|*"already exists"*) echo "exists already: $name"; return 0 ;; esac
   printf '%s\n' "$out" >&2
   return 1
 }
@@ -176,6 +177,7 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 		}
 		args := []string{"gcloud", "firestore", "indexes", "composite", "create", "--project=" + p.project, db,
 			"--collection-group=" + ix.CollectionGroup, "--query-scope=" + strings.ToLower(strings.ReplaceAll(cmp.Or(ix.QueryScope, "COLLECTION"), "_", "-")), "--async"}
+		var named []string // the index as a person names it: its group, then each field and order
 		for _, f := range ix.Fields {
 			cfg := "--field-config=field-path=" + f.FieldPath
 			if f.ArrayConfig != "" {
@@ -184,8 +186,9 @@ func (p *plan) writeIndexes(w io.Writer, indexes []byte, keep firebasemerge.Keep
 				cfg += ",order=" + strings.ToLower(f.Order)
 			}
 			args = append(args, cfg)
+			named = append(named, f.FieldPath+" "+strings.ToLower(cmp.Or(f.Order, f.ArrayConfig)))
 		}
-		fmt.Fprintln(w, "create_index "+shellJoin(args))
+		fmt.Fprintln(w, "create_index "+shellJoin(append([]string{ix.CollectionGroup + " (" + strings.Join(named, ", ") + ")"}, args...)))
 	}
 	for _, o := range file.FieldOverrides {
 		if keep != nil && !keep(o.CollectionGroup) {

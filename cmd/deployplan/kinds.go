@@ -71,6 +71,14 @@ func (p *plan) checkDeployed(w io.Writer, list lister, allow bool) error {
 		return fmt.Errorf("cannot read the settings of the functions as deployed, to check that no kind of counters is dropped: %w", err)
 	}
 	var problems []string
+	seen := map[string][]string{} // the functions of each problem, which are all alike
+	problem := func(name, format string, args ...any) {
+		text := fmt.Sprintf(format, args...)
+		if seen[text] == nil {
+			problems = append(problems, text)
+		}
+		seen[text] = append(seen[text], name)
+	}
 	for _, name := range kindsChecked(specs) {
 		env, ok := deployed[name]
 		if !ok {
@@ -79,25 +87,28 @@ func (p *plan) checkDeployed(w io.Writer, list lister, allow bool) error {
 		}
 		have, err := counter.ParseKinds(env["COUNTER_KINDS"])
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s is deployed with a COUNTER_KINDS this version cannot read (%v)", name, err))
+			problem(name, "deployed with a COUNTER_KINDS this version cannot read (%v)", err)
 			continue
 		}
 		for _, kind := range slices.Sorted(maps.Keys(have)) {
 			next, kept := want[kind]
 			switch {
 			case !kept:
-				problems = append(problems, fmt.Sprintf("%s counts the kind %q (%s), which %s drops: its counters would answer 404", name, kind, have[kind].Counting(), p.settingsWhere()))
+				problem(name, "counts the kind %q (%s), which %s drops: its counters would answer 404", kind, have[kind].Counting(), p.settingsWhere())
 			case next.Counting() != have[kind].Counting():
-				problems = append(problems, fmt.Sprintf("%s counts the kind %q %s; %s makes it %s: its counters would be read otherwise", name, kind, have[kind].Counting(), p.settingsWhere(), next.Counting()))
+				problem(name, "counts the kind %q %s; %s makes it %s: its counters would be read otherwise", kind, have[kind].Counting(), p.settingsWhere(), next.Counting())
 			}
 		}
 		if db := cmp.Or(env["FIRESTORE_DATABASE"], "(default)"); db != p.database {
-			problems = append(problems, fmt.Sprintf("%s keeps its counters in the database %s; %s moves it to %s, where none of them is", name, db, p.settingsWhere(), p.database))
+			problem(name, "keeps its counters in the database %s; %s moves it to %s, where none of them is", db, p.settingsWhere(), p.database)
 		}
 		if was, now := shards(env["INSTRUMENT_SHARDS"]), shards(p.settings.Value("INSTRUMENT_SHARDS")); now < was {
-			problems = append(problems, fmt.Sprintf("%s spreads instruments over %d shard values; %s lowers it to %d, and the instruments on the others would never be read", name, was, p.settingsWhere(), now))
+			problem(name, "spreads instruments over %d shard values; %s lowers it to %d, and the instruments on the others would never be read", was, p.settingsWhere(), now)
 		}
 		fmt.Fprintf(w, "%s: deployed settings checked\n", name)
+	}
+	for i, text := range problems {
+		problems[i] = strings.Join(seen[text], ", ") + ": " + text
 	}
 	if len(problems) == 0 {
 		return nil

@@ -35,8 +35,9 @@ func TestTheDeployedSettingsAreCompared(t *testing.T) {
 	}{
 		"the same":          {deployed(map[string]string{"COUNTER_KINDS": `{"likes": {"unique": true}}`}), ""},
 		"a kind added":      {deployed(map[string]string{}), ""},
-		"a kind dropped":    {deployed(map[string]string{"COUNTER_KINDS": `{"polls": {}}`}), `incrementCounter counts the kind "polls"`},
+		"a kind dropped":    {deployed(map[string]string{"COUNTER_KINDS": `{"polls": {}}`}), `incrementCounter: counts the kind "polls"`},
 		"unique no more":    {deployed(map[string]string{"COUNTER_KINDS": `{"views": {"unique": true}}`}), `the kind "views" unique (each user once)`},
+		"join_only dropped": {deployed(map[string]string{"COUNTER_KINDS": `{"likes": {"unique": true, "join_only": true}}`}), `the kind "likes" unique, join-only (each user once; end users never leave);`},
 		"another database":  {deployed(map[string]string{"FIRESTORE_DATABASE": "counters"}), "in the database counters"},
 		"fewer instruments": {deployed(map[string]string{"INSTRUMENT_SHARDS": "10"}), "lowers it to 3"},
 		"unreadable":        {deployed(map[string]string{"COUNTER_KINDS": "{"}), "cannot read"},
@@ -54,5 +55,19 @@ func TestTheDeployedSettingsAreCompared(t *testing.T) {
 				t.Errorf("%s with --allow-kind-changes: %v", name, err)
 			}
 		}
+	}
+}
+
+// TestJoinOnlyAddedIsRefused: viewers who could leave can no longer; a
+// deploy says so, once for all the functions alike.
+func TestJoinOnlyAddedIsRefused(t *testing.T) {
+	p := planOf(t, "COUNTER_KINDS: '{\"viewers\": {\"unique\": true, \"join_only\": true}}'\n")
+	env := map[string]string{"COUNTER_KINDS": `{"viewers": {"unique": true}}`}
+	err := p.checkDeployed(io.Discard, func(string, string) (map[string]map[string]string, error) {
+		return map[string]map[string]string{"incrementCounter": env, "getCounter": env}, nil
+	}, false)
+	if err == nil || strings.Count(err.Error(), "counts the kind") != 1 ||
+		!strings.Contains(err.Error(), `incrementCounter, getCounter: counts the kind "viewers" unique (each user once);`) || !strings.Contains(err.Error(), "makes it unique, join-only") {
+		t.Errorf("join_only added: %v", err)
 	}
 }

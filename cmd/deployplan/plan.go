@@ -161,11 +161,15 @@ func (p *plan) writeScheduler(w io.Writer, cfg config.Config) {
 	fmt.Fprintf(w, "url=$(gcloud functions describe reconcileCounters --gen2 --project=%s --region=%s --format='value(serviceConfig.uri)')\n", q(p.project), q(p.region))
 	fmt.Fprintf(w, "sa=${SCHEDULER_SERVICE_ACCOUNT:-$(gcloud projects describe %s --format='value(projectNumber)')-compute@developer.gserviceaccount.com}\n", q(p.project))
 	fmt.Fprintf(w, "gcloud functions add-invoker-policy-binding reconcileCounters --project=%s --region=%s --member=\"serviceAccount:$sa\"\n", q(p.project), q(p.region))
-	job := fmt.Sprintf("reconcile-counters --project=%s --location=%s --schedule=%s --uri=\"$url\" --http-method=POST --message-body='{}' --oidc-service-account-email=\"$sa\" --attempt-deadline=%ds",
-		q(p.project), q(p.region), q(p.schedule), int(cfg.ReconcileTimeout().Seconds()))
+	where := fmt.Sprintf("--project=%s --location=%s", q(p.project), q(p.region))
+	job := fmt.Sprintf("reconcile-counters %s --schedule=%s --uri=\"$url\" --http-method=POST --message-body='{}' --oidc-service-account-email=\"$sa\" --attempt-deadline=%ds",
+		where, q(p.schedule), int(cfg.ReconcileTimeout().Seconds()))
 	// update takes --update-headers, create takes --headers: a second
-	// deploy updates the job the first one created.
-	fmt.Fprintf(w, "gcloud scheduler jobs update http %s --update-headers=Content-Type=application/json || gcloud scheduler jobs create http %s --headers=Content-Type=application/json\n", job, job)
+	// deploy updates the job the first one created, which the first
+	// deploy does not try (its NOT_FOUND would print an ERROR).
+	fmt.Fprintf(w, "if gcloud scheduler jobs describe reconcile-counters %s >/dev/null 2>&1; then\n", where)
+	fmt.Fprintf(w, "  gcloud scheduler jobs update http %s --update-headers=Content-Type=application/json\nelse\n", job)
+	fmt.Fprintf(w, "  gcloud scheduler jobs create http %s --headers=Content-Type=application/json\nfi\n", job)
 }
 
 // deployEnv is what every function is deployed with.

@@ -180,7 +180,7 @@ func TestDryRunReplaceRulesUsesGcloudAndTheRulesAPI(t *testing.T) {
 			cfg = append(cfg, "--field-config=field-path="+f.FieldPath+",order="+strings.ToLower(f.Order))
 		}
 		scope := strings.ToLower(strings.ReplaceAll(ix.QueryScope, "_", "-"))
-		if !strings.Contains(plan, "create_index gcloud firestore indexes composite create --project=demo-x '--database=(default)' --collection-group="+ix.CollectionGroup+" --query-scope="+scope+" --async "+strings.Join(cfg, " ")) {
+		if !strings.Contains(plan, " gcloud firestore indexes composite create --project=demo-x '--database=(default)' --collection-group="+ix.CollectionGroup+" --query-scope="+scope+" --async "+strings.Join(cfg, " ")) {
 			t.Errorf("no gcloud command creates the index %v", ix)
 		}
 	}
@@ -335,6 +335,7 @@ case "$*" in
   "functions list"*)
     [ -z "$LIST_ERROR" ] || { echo "ERROR: $LIST_ERROR" >&2; exit 1; }
     printf '%s\n' "${DEPLOYED:-[]}" ;;
+  "scheduler jobs describe"*) grep -qx "$4" ` + jobs + ` 2>/dev/null || { echo "ERROR: NOT_FOUND: Job not found." >&2; exit 1; } ;;
   *describe*) echo 123 ;;
   "firestore indexes composite create"*)
     [ -z "$INDEX_ERROR" ] || { echo "ERROR: $INDEX_ERROR" >&2; exit 1; }
@@ -373,6 +374,12 @@ func TestRedeployUpdatesTheSchedulerJob(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "deployed to demo-x") {
 			t.Fatalf("deploy %d: %v\n%s", i+1, err, out)
+		}
+		if strings.Contains(string(out), "ERROR") {
+			t.Errorf("deploy %d printed an ERROR:\n%s", i+1, out)
+		}
+		if i == 1 && !strings.Contains(string(out), "exists already: windows (granularity ascending, start ascending, ") {
+			t.Errorf("the second deploy does not name the indexes that exist by their fields:\n%s", out)
 		}
 	}
 	got, _ := os.ReadFile(calls)

@@ -288,7 +288,7 @@ var Settings = append([]Setting{
 			}
 			return fmt.Errorf("must be off, monitor or enforce, got %q", v)
 		}},
-	{"APP_CHECK_CONSUME", "", "Comma-separated functions (e.g. `incrementCounter`) whose calls must carry a limited-use App Check token, consumed on use through the App Check API: a replayed token is refused (with `APP_CHECK=enforce`). Each call then costs a request to that API.", Deployed,
+	{"APP_CHECK_CONSUME", "", "Comma-separated functions (such as `incrementCounter`) whose calls must carry a limited-use App Check token, consumed on use through the App Check API: a replayed token is refused (with `APP_CHECK=enforce`). Each call then costs a request to that API.", Deployed,
 		func(c *Config, v string) error {
 			for name := range strings.SplitSeq(v, ",") {
 				if name = strings.TrimSpace(name); name != "" {

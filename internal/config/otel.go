@@ -14,7 +14,7 @@ var otelSettings = []Setting{
 	otel("OTEL_METRICS_EXPORTER", "`otlp` exports metrics (to the default endpoint when none is set); `none` exports none, whatever endpoint is set."),
 	otel("OTEL_SPAN_LINK_COUNT_LIMIT", "Links a span keeps (default 128): a group commit's flush links the sampled requests it carried."),
 	otel("OTEL_TRACES_SAMPLER", "Sampler of new traces (default `parentbased_always_on`)."),
-	otel("OTEL_TRACES_SAMPLER_ARG", "Its argument, e.g. `0.1` for `parentbased_traceidratio`."),
+	otel("OTEL_TRACES_SAMPLER_ARG", "Its argument, such as `0.1` for `parentbased_traceidratio`."),
 	otel("OTEL_METRIC_EXPORT_INTERVAL", "Milliseconds between metric exports (default 60000)."),
 	otel("OTEL_BSP_SCHEDULE_DELAY", "Milliseconds between span exports (default 5000)."),
 	otel("OTEL_RESOURCE_ATTRIBUTES", "Extra resource attributes (`key=value,…`)."),
