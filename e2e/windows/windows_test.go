@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		"AUTH":                    "off",
 		"ROLLUP_CADENCE":          cadence.String(),
 		"GROUP_COMMIT_MAX_WAIT":   "2ms",
-		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["love", "wow", "sad"]}, "viewers": {"distinct": true}}`,
+		"COUNTER_KINDS":           `{"likes": {"unique": true}, "views": {}, "reactions": {"choices": ["love", "wow", "sad"]}, "viewers": {"distinct": true}, "ties": {}}`,
 		"LOG_LEVEL":               "warn",
 	})
 	os.Exit(m.Run())
@@ -307,4 +307,5 @@ func TestWindows(t *testing.T) {
 
 	t.Run("rankings by kind, calendar and rolling", func(t *testing.T) { kindRankings(t, run) })
 	t.Run("rankings of one choice", func(t *testing.T) { choiceRankings(t, run) })
+	t.Run("ties at the cut fill the list", func(t *testing.T) { tiesAtTheCut(t, run) })
 }
