@@ -86,10 +86,18 @@ if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
   fi
 fi
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 # go run keeps the built plan generator in Go's build cache: a deploy after
 # the first starts in a second. Its own "exit status" line says nothing the
-# generator did not.
-deployplan() { go run ./cmd/deployplan "$@" 2> >(grep -v '^exit status [0-9]*$' >&2); }
+# generator did not; the generator's messages are shown, in order, before
+# the script goes on or stops.
+deployplan() {
+  local status=0
+  go run ./cmd/deployplan "$@" 2>"$tmp/deployplan.err" || status=$?
+  grep -v '^exit status [0-9]*$' "$tmp/deployplan.err" >&2 || true
+  return "$status"
+}
 args=(-project "$project" -region "$region" -only "$only" -settings "$settings")
 plan=$(deployplan "${args[@]}" -trigger-location "$trigger_location" -firestore-from "$firestore_from" \
   ${replace_rules:+-replace-rules} ${insecure_open:+-insecure-open})
@@ -104,8 +112,6 @@ command -v curl >/dev/null 2>&1 || die "curl is needed for the Firebase Rules AP
 deployplan "${args[@]}" -check-deployed ${allow_kind_changes:+-allow-kind-changes}
 # A file, not bash -c: an app's rules in the plan may pass the limit of one
 # command-line argument (128 KiB).
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 plan_file=$tmp/plan.sh
 printf '%s\n' "$plan" >"$plan_file"
 bash "$plan_file"

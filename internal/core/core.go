@@ -97,9 +97,12 @@ type Members interface {
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
-	// RecordErasure records that uid's erasure began, until expires;
-	// ErasuresSince returns those recorded after since, by uid.
-	RecordErasure(ctx context.Context, uid string, began, expires time.Time) error
+	// RecordErasure records that uid's erasure began, until expires, with
+	// the key of its page tokens; Erasure reads uid's latest record (a
+	// zero began: none); ErasuresSince returns those recorded after since,
+	// by uid.
+	RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) error
+	Erasure(ctx context.Context, uid string) (began, expires time.Time, key []byte, err error)
 	ErasuresSince(ctx context.Context, since time.Time) (map[string]time.Time, error)
 }
 

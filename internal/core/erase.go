@@ -2,14 +2,14 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/counter"
-	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/errs"
 )
 
@@ -64,19 +64,17 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 	if err := counter.ValidateUID("uid", uid); err != nil {
 		return EraseMemberResponse{}, err
 	}
-	cur, err := erasureCursor(deref(body.PageToken), uid)
+	cur, err := core.erasureCursor(ctx, deref(body.PageToken), uid)
 	if err != nil {
-		return EraseMemberResponse{}, err
-	}
-	if err := core.checkErasure(ctx, uid, cur); err != nil {
 		return EraseMemberResponse{}, err
 	}
 	if cur.began.IsZero() {
 		// The erasure begins: every instance refuses the user's tokens
 		// issued before, within ERASURE_CHECK. Firestore keeps
 		// microseconds: the token's time is the record's.
-		cur.began = core.now().Truncate(time.Microsecond)
-		if err := core.members.RecordErasure(ctx, uid, cur.began, cur.began.Add(tokenLife)); err != nil {
+		cur.began, cur.key = core.now().Truncate(time.Microsecond), make([]byte, sha256.Size)
+		rand.Read(cur.key)
+		if err := core.members.RecordErasure(ctx, uid, cur.began, cur.began.Add(tokenLife), cur.key); err != nil {
 			return EraseMemberResponse{}, err
 		}
 		core.erasures.mu.Lock()
@@ -157,73 +155,4 @@ func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, p
 		}
 	}
 	return removed, skipped, nil
-}
-
-// erasure is where an erasure stands: when it began, the last membership
-// gone over, and whether it is going over those since it began.
-type erasure struct {
-	began time.Time
-	after counter.Membership
-	since bool
-}
-
-func (e erasure) token() string {
-	return strings.Join([]string{e.began.UTC().Format(time.RFC3339Nano), strconv.FormatBool(e.since),
-		e.after.JoinedAt.UTC().Format(time.RFC3339Nano), e.after.Path}, " ")
-}
-
-// checkErasure refuses a page token whose times are in the future, or
-// whose erasure is not uid's latest recorded one (began is the record's
-// time): a token is admin input, and an edited one must not answer
-// complete with nothing erased. The record is this instance's look at the
-// erasures, or else a query of those recorded since the token's began. A
-// token past a token's life (its record expired) is refused: an erasure
-// begun again, without page_token, is as good.
-func (core *Core) checkErasure(ctx context.Context, uid string, cur erasure) error {
-	if cur.began.IsZero() {
-		return nil
-	}
-	latest := core.now().Add(eraseSlack)
-	if cur.began.After(latest) || cur.after.JoinedAt.After(latest) {
-		return errs.Invalid("page_token", "is not a page token of eraseMember: it names a time to come")
-	}
-	began, err := core.erasureBegan(ctx, uid)
-	if err != nil || began.Equal(cur.began) {
-		return err
-	}
-	recorded, err := core.members.ErasuresSince(ctx, cur.began.Add(-eraseSlack))
-	if err != nil {
-		return err
-	}
-	if !recorded[uid].Equal(cur.began) {
-		return errs.Invalid("page_token", "is not a page token of this user's latest erasure, or it is over an hour old: call eraseMember without page_token to begin again")
-	}
-	return nil
-}
-
-// erasureCursor reads a page token of eraseMember (erasure.token), of
-// the same user.
-func erasureCursor(token, uid string) (erasure, error) {
-	if token == "" {
-		return erasure{}, nil
-	}
-	bad := errs.Invalid("page_token", "is not a page token of eraseMember for this uid")
-	f := strings.Split(token, " ")
-	if len(f) != 4 {
-		return erasure{}, bad
-	}
-	began, err1 := time.Parse(time.RFC3339Nano, f[0])
-	since, err2 := strconv.ParseBool(f[1])
-	at, err3 := time.Parse(time.RFC3339Nano, f[2])
-	if err1 != nil || err2 != nil || err3 != nil {
-		return erasure{}, bad
-	}
-	e := erasure{began: began, since: since}
-	if f[3] != "" {
-		if !dm.IsMembership(f[3], uid) {
-			return erasure{}, bad
-		}
-		e.after = counter.Membership{Path: f[3], JoinedAt: at}
-	}
-	return e, nil
 }

@@ -1,32 +1,67 @@
 package core
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/shardcount/shardcount/internal/counter"
 )
 
-// TestAnErasuresPageTokenRoundTrips, and refuses a token of another user
-// or a path that is no member document.
-func TestAnErasuresPageTokenRoundTrips(t *testing.T) {
-	at := time.Date(2026, 11, 26, 10, 0, 0, 123456000, time.UTC)
-	e := erasure{began: at.Add(time.Minute), since: true, after: counter.Membership{Path: "counters/likes:p1/members/u1", JoinedAt: at}}
-	got, err := erasureCursor(e.token(), "u1")
-	if err != nil || !got.began.Equal(e.began) || got.since != e.since || got.after.Path != e.after.Path || !got.after.JoinedAt.Equal(at) {
-		t.Errorf("round trip: %+v, %v; want %+v", got, err, e)
-	}
-	for _, bad := range []string{
-		e.token()[:len(e.token())-1] + "2", // another user
-		"x y z counters/likes:p1/members/u1",
-		e.began.Format(time.RFC3339Nano) + " true " + at.Format(time.RFC3339Nano) + " counters/likes:p1/shards/u1",
-		e.began.Format(time.RFC3339Nano) + " true " + at.Format(time.RFC3339Nano) + " counters//members/u1",
-	} {
-		if _, err := erasureCursor(bad, "u1"); err == nil {
-			t.Errorf("the token %q was taken", bad)
+// TestAnErasuresPageTokenIsItsOwn: a page token goes on with the erasure
+// that made it, and nothing else does: an edited one (a time to come, a
+// zero time, a pass flipped to the last, a path up and out), a forged
+// one, another user's, garbage, or one past its record's life is a 400.
+// Before signed tokens, a began of 9999 answered complete with nothing
+// erased.
+func TestAnErasuresPageTokenIsItsOwn(t *testing.T) {
+	m := newMemCore(t, map[string]string{"ERASURE_CHECK": "30s", "FIRESTORE_DEADLINE": "10s"})
+	ctx := context.Background()
+	for _, post := range []string{"p1", "p2"} {
+		if _, _, err := m.IncrementCounter(ctx, Caller{Function: "incrementCounter", User: "ida", Addr: "10.3.0.2"},
+			IncrementCounterRequest{IncrementItem: IncrementItem{CounterID: ptr("likes:" + post)}}, nil); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if got, err := erasureCursor("", "u1"); err != nil || !got.began.IsZero() {
-		t.Errorf("no token: %+v, %v", got, err)
+	resp, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("ida")})
+	if err != nil || resp.Complete || resp.NextPageToken == "" {
+		t.Fatalf("the first call: %+v, %v", resp, err)
+	}
+	token := resp.NextPageToken
+	edit := func(change func(t *erasureToken)) string {
+		raw, _ := base64.RawURLEncoding.DecodeString(token)
+		var et erasureToken
+		if err := json.Unmarshal(raw, &et); err != nil {
+			t.Fatal(err)
+		}
+		change(&et)
+		b, _ := json.Marshal(et)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	for name, bad := range map[string]string{
+		"a time to come":        edit(func(t *erasureToken) { t.Began = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC) }),
+		"a zero time":           edit(func(t *erasureToken) { t.Began = time.Time{} }),
+		"the last pass at once": edit(func(t *erasureToken) { t.Since = !t.Since }),
+		"a path up and out":     edit(func(t *erasureToken) { t.Path = "counters/../members/ida" }),
+		"a later membership":    edit(func(t *erasureToken) { t.Path, t.At = "counters/likes:p9/members/ida", time.Time{} }),
+		"no signature":          edit(func(t *erasureToken) { t.MAC = nil }),
+		"garbage":               strings.Repeat("x", 100),
+		"far too long":          strings.Repeat("A", 10_000),
+	} {
+		if _, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("ida"), PageToken: &bad}); codeOf(err) != "INVALID_ARGUMENT" {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	if _, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("jo"), PageToken: &token}); codeOf(err) != "INVALID_ARGUMENT" {
+		t.Errorf("another user's token: %v", err)
+	}
+	m.advance(41 * time.Second)
+	if resp, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("ida"), PageToken: &token}); err != nil || !resp.Complete {
+		t.Errorf("the erasure's own token: %+v, %v; want complete", resp, err)
+	}
+	m.advance(2 * time.Hour)
+	if _, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("ida"), PageToken: &token}); codeOf(err) != "INVALID_ARGUMENT" {
+		t.Errorf("a token past its record's life: %v", err)
 	}
 }

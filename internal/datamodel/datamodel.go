@@ -141,6 +141,7 @@ const (
 	FieldExpireAt = "expire_at"
 	// Of an erasure: when it began, and when its record was written.
 	FieldBeganAt   = "began_at"
+	FieldKey       = "key" // an erasure's: the key of its page tokens (HMAC-SHA256)
 	FieldWrittenAt = "written_at"
 )
 

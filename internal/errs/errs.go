@@ -10,6 +10,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -137,8 +138,8 @@ func sprintf(format string, args ...any) string {
 			break
 		}
 		if format[j] != '%' {
-			if s, ok := at(quoted, n).(string); ok && format[j] == 'q' {
-				quoted[n] = Prefix(s)
+			if format[j] == 'q' && n < len(quoted) {
+				quoted[n] = prefixed(quoted[n])
 			}
 			n++
 		}
@@ -147,11 +148,19 @@ func sprintf(format string, args ...any) string {
 	return fmt.Sprintf(format, quoted...)
 }
 
-func at(args []any, n int) any {
-	if n < len(args) {
-		return args[n]
+// prefixed is v as %q may quote it: a string (of any string type) or an
+// error cut to its Prefix.
+func prefixed(v any) any {
+	switch v := v.(type) {
+	case error:
+		return Prefix(v.Error())
+	case fmt.Stringer:
+		return Prefix(v.String())
 	}
-	return nil
+	if r := reflect.ValueOf(v); r.Kind() == reflect.String {
+		return Prefix(r.String())
+	}
+	return v
 }
 
 // CodeOf returns the Code of err, or Internal when err is not an *Error.

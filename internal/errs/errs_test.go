@@ -1,6 +1,7 @@
 package errs_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -21,6 +22,11 @@ func TestMessagesEchoAPrefix(t *testing.T) {
 	}
 	if e := errs.New(errs.NotFound, "%q and %q", "a"); !strings.Contains(e.Message, "MISSING") {
 		t.Errorf("too few arguments: %s", e.Message)
+	}
+	type name string
+	long := strings.Repeat("n", 1000)
+	if e := errs.New(errs.NotFound, "%q %q %5.2q %d%%", name(long), errors.New(long), long, 3); len(e.Message) > 250 || !strings.HasSuffix(e.Message, " 3%") {
+		t.Errorf("a named string, an error and flags: %d bytes: %.300s", len(e.Message), e.Message)
 	}
 }
 

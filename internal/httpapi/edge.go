@@ -200,7 +200,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 	}
 	notAllowed := func(hint string) (int, error) {
 		w.Header().Set("Allow", methods+", OPTIONS")
-		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, r.Method, hint))
+		return WriteError(w, errs.New(errs.MethodNotAllowed, "%s accepts %s, not %s%s", ep.Name, ep.Method, errs.Prefix(r.Method), hint))
 	}
 	const callableHint = " (a POST must be a callable request, {\"data\": {…}})"
 
@@ -235,7 +235,7 @@ func (e *Edge) serve(w http.ResponseWriter, r *http.Request, ep Endpoint, req *R
 				return notAllowed(callableHint)
 			}
 			return early(w, &errs.Error{Code: errs.UnsupportedMediaType, Field: "Content-Type",
-				Message: fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type"))})
+				Message: fmt.Sprintf("Content-Type must be application/json, not %q", errs.Prefix(r.Header.Get("Content-Type")))})
 		}
 		if r.ContentLength > ep.MaxBody {
 			return early(w, tooLarge(ep.MaxBody))

@@ -228,16 +228,27 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 const MaxNamedMembers = 400
 
 // RecordErasure records that uid's erasure began at began, until expires
-// (the record's TTL: when no token issued before began lives on), with
-// the commit's time as written_at; an erasure begun again keeps its first
-// record's began_at when that is later (a second erasure is a new one).
-func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time) error {
+// (the record's TTL: when no token issued before began lives on), with the
+// key that signs its page tokens and the commit's time as written_at; an
+// erasure begun again replaces the record (a second erasure is a new one).
+func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) error {
 	w := fs.SetWrite(s.db.Name(dm.Erasure(uid)), map[string]*pb.Value{
-		dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires),
+		dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key),
 	})
 	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
 	_, err := s.db.Commit(ctx, w)
 	return fs.Classify(err, "record an erasure")
+}
+
+// Erasure reads uid's latest erasure record: when it began, until when it
+// holds, and its key (a zero began: none). One read.
+func (s *Store) Erasure(ctx context.Context, uid string) (began, expires time.Time, key []byte, err error) {
+	pd, err := s.db.Get(ctx, s.db.Name(dm.Erasure(uid)))
+	if err != nil || pd == nil {
+		return time.Time{}, time.Time{}, nil, fs.Classify(err, "read an erasure")
+	}
+	d := fs.DocOf(pd)
+	return d.Time(dm.FieldBeganAt), d.Time(dm.FieldExpireAt), d.Bytes(dm.FieldKey), nil
 }
 
 // ErasuresSince returns the erasures recorded after since: each user's

@@ -202,8 +202,8 @@ const atOnce = 16
 
 // within runs f for each of ids, atOnce at a time, within half what is
 // left of ctx's deadline: the results, and the ids whose f was not done in
-// time or met a failure a retry may not (a ranking bounds those by their
-// lists' values); any other failure is the error.
+// time or met a failure a retry may fix (UNAVAILABLE: a ranking bounds
+// those by their lists' values); any other failure is the error.
 func within[T any](ctx context.Context, ids []string, f func(ctx context.Context, id string) (T, error)) (map[string]T, []string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc

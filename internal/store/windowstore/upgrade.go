@@ -20,18 +20,22 @@ import (
 // upgraded remembers, by granularity, the earliest current bucket found to
 // hold buckets and none of the version before: every later one holds none
 // either, once no instance of it rolls up (which the design page says of a
-// deploy rolling out); and the last one found holding some, for a minute,
+// deploy rolling out); and what the last one looked at held, for a minute,
 // so its counts are not taken again for every ranking.
 type upgraded struct {
-	mu    sync.Mutex
-	since map[windows.Granularity]time.Time
-	holds map[windows.Granularity]held
+	mu     sync.Mutex
+	since  map[windows.Granularity]time.Time
+	looked map[windows.Granularity]look
 }
 
-type held struct{ start, until time.Time }
+// look is what a bucket was found to hold, taken as holding it until.
+type look struct {
+	start, until time.Time
+	old          bool
+}
 
 // holdsOldFor is how long a bucket found holding buckets of the version
-// before is taken to hold some still.
+// before, or none at all, is taken to hold as much still.
 const holdsOldFor = time.Minute
 
 // holdsOld reports whether the bucket of g starting at start holds
@@ -41,13 +45,13 @@ const holdsOldFor = time.Minute
 func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) (bool, error) {
 	s.upgraded.mu.Lock()
 	since, clean := s.upgraded.since[g]
-	h := s.upgraded.holds[g]
+	l := s.upgraded.looked[g]
 	s.upgraded.mu.Unlock()
 	switch {
 	case clean && !start.Before(since):
 		return false, nil
-	case h.start.Equal(start) && at.Before(h.until):
-		return true, nil
+	case l.start.Equal(start) && at.Before(l.until):
+		return l.old, nil
 	}
 	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), at)
 	if err != nil {
@@ -59,15 +63,12 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	}
 	s.upgraded.mu.Lock()
 	defer s.upgraded.mu.Unlock()
-	switch {
-	case carried < all:
-		if s.upgraded.holds == nil {
-			s.upgraded.holds = map[windows.Granularity]held{}
+	if carried < all || all == 0 { // an empty bucket says nothing of the roll-ups to come: look again
+		if s.upgraded.looked == nil {
+			s.upgraded.looked = map[windows.Granularity]look{}
 		}
-		s.upgraded.holds[g] = held{start, at.Add(holdsOldFor)}
-		return true, nil
-	case all == 0: // an empty bucket says nothing of the roll-ups to come
-		return false, nil
+		s.upgraded.looked[g] = look{start, at.Add(holdsOldFor), carried < all}
+		return carried < all, nil
 	}
 	if s.upgraded.since == nil {
 		s.upgraded.since = map[windows.Granularity]time.Time{}
