@@ -126,7 +126,11 @@ sc_workdir
 trap 'echo; echo "stopping…"; exit 0' INT TERM
 
 echo "building the functions…"
-go build -o "$tmp/devserver" ./cmd/devserver
+# Into a directory of this checkout's that outlives the run: go build
+# relinks only what changed, so a second start takes a second, not five.
+bin="${TMPDIR:-/tmp}/shardcount-$(id -u)/$(pwd -P | cksum | cut -d ' ' -f 1)"
+mkdir -p "$bin"
+go build -o "$bin/devserver" ./cmd/devserver
 sc_npm_ci
 
 echo "starting the Firestore emulator on 127.0.0.1:$FIRESTORE_PORT…"
@@ -142,7 +146,7 @@ app_args=()
 if [ -n "$app_functions" ]; then
   echo "starting the app's own functions ($app) in the Firebase CLI's Functions emulator on 127.0.0.1:$APP_FUNCTIONS_PORT…"
   mkdir -p "$tmp/app-functions"
-  "$tmp/devserver" -app-config "$app" -app-config-dir "$tmp/app-functions" -app-port "$APP_FUNCTIONS_PORT" || exit 2
+  "$bin/devserver" -app-config "$app" -app-config-dir "$tmp/app-functions" -app-port "$APP_FUNCTIONS_PORT" || exit 2
   cli=$(cd node_modules/.bin && pwd)/firebase
   # Its functions write to this emulator (the CLI tells only the
   # emulators it starts itself), as the project the triggers belong to.
@@ -155,7 +159,7 @@ fi
 
 echo "starting the functions on 127.0.0.1:$FUNCTIONS_PORT…"
 GOOGLE_CLOUD_PROJECT=$PROJECT_ID FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT \
-  sc_start functions - "$tmp/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY" ${app_args[@]+"${app_args[@]}"}
+  sc_start functions - "$bin/devserver" -port "$FUNCTIONS_PORT" -trigger-port "$TRIGGER_PORT" -reconcile-every "$RECONCILE_EVERY" ${app_args[@]+"${app_args[@]}"}
 sc_wait_http "http://127.0.0.1:$FUNCTIONS_PORT/" 30 "$SC_PID_functions" /dev/null
 if [ -n "$app_functions" ]; then
   # Ready once the app's Firestore triggers are registered (the CLI loads
@@ -186,7 +190,7 @@ Ready. Project $PROJECT_ID, AUTH=$AUTH, the emulator enforcing $rules.
   Web app             $web
   Metrics             http://127.0.0.1:$WEB_PORT/metrics.html?functions=127.0.0.1:$FUNCTIONS_PORT   (OpenTelemetry, live)
   Functions           $base/<name>:
-$("$tmp/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/                        /')
+$("$bin/devserver" -list | paste -sd ' ' | fold -s -w 70 | sed 's/^/                        /')
                       (and $base/$PROJECT_ID/us-central1/<name> for connectFunctionsEmulator)
   Firestore emulator  127.0.0.1:$FIRESTORE_PORT   (export FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT)
   Auth emulator       127.0.0.1:$AUTH_PORT   (export FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:$AUTH_PORT)

@@ -125,9 +125,13 @@ fi
 if [ "$status" = 0 ] && [ $# -eq 0 ]; then
   # The core suite once more with the counters in a named database: the
   # functions, the trigger's registration and the tests' own reads use it.
+  # Its load and timing tests are left out: they touch the database's name
+  # no more than the others, and cost two minutes.
   step "the e2e suite on a named database (FIRESTORE_DATABASE=shardcount-named)"
   FIRESTORE_DATABASE=shardcount-named go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
-    -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./e2e || status=$?
+    -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" \
+    -skip 'TestLikesAreExactUnderChaos|TestQuietCounterIsNotQueuedBehindAHotOne|TestGroupCommitIsExactUnderDuplicatesAndCancellations|TestLoadgenSmoke|TestRollupConvergesAndKeepsItsCadence|TestShrinkIsNotLockedAfterMergeUntil|TestReshardALiveCounter' \
+    ./e2e || status=$?
 fi
 kill "$heartbeat" 2>/dev/null || true
 if [ "$status" != 0 ]; then
