@@ -33,9 +33,9 @@ func seeds(t *testing.T) []uint64 {
 	if *seedFlag != 0 {
 		return []uint64{*seedFlag}
 	}
-	fixed, fresh := 300, 50
+	fixed, fresh := 200, 30
 	if raceDetector {
-		fixed, fresh = 30, 5
+		fixed, fresh = 15, 3
 	}
 	if *simsFlag > 0 {
 		fixed = *simsFlag

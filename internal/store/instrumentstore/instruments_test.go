@@ -85,7 +85,7 @@ func seed(t *testing.T, numShards int, docs []Instrument) *instrumentstore.Store
 }
 
 // TestPagingMatchesAnUnshardedSort pages through every query field and value
-// of 1,000 documents, with 3 shards (one "in" chunk) and 64 (three chunks),
+// of 600 documents, with 3 shards (one "in" chunk) and 64 (three chunks),
 // and compares with a plain sort of the same data: same documents, same
 // order, no duplicates, no gaps.
 //
@@ -93,11 +93,11 @@ func seed(t *testing.T, numShards int, docs []Instrument) *instrumentstore.Store
 // 250 ms with 64 (an "in" of 30 values costs it 30 scans), so walking every
 // page one document at a time would take a quarter of an hour. Where a walk is
 // capped at maxPages, the pages walked must equal the start of the expected
-// order; the rare value of each field (about 20 documents) is always walked
+// order; the rare value of each field (about 12 documents) is always walked
 // to its end, and limit 100 walks every value to its end.
 func TestPagingMatchesAnUnshardedSort(t *testing.T) {
 	t.Parallel()
-	docs := randomInstruments(1000)
+	docs := randomInstruments(600)
 	const all = 1 << 30
 	for _, tc := range []struct {
 		shards int
