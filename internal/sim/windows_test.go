@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -152,29 +151,16 @@ func (w *world) checkRanking(o *op, window string) {
 	if rolling {
 		from, listed = r.From(now), append(listed, w.cal.Start(r.List, r.From(now)))
 	}
-	sums := map[string]int64{}
 	rankedIDs := map[string]bool{}
 	for _, id := range w.ids() {
 		for _, b := range w.under(id, "windows", time.Time{}) {
-			start, g := field(b, "start").GetTimestampValue().AsTime(), windows.Granularity(field(b, "granularity").GetStringValue())
-			if g == r.List && slices.ContainsFunc(listed, start.Equal) && field(b, "ranked").GetBooleanValue() {
+			start := field(b, "start").GetTimestampValue().AsTime()
+			if field(b, "granularity").GetStringValue() == string(r.List) && slices.ContainsFunc(listed, start.Equal) && field(b, "ranked").GetBooleanValue() {
 				rankedIDs[id] = true
 			}
-			if g == r.Sum && !start.Before(from) {
-				sums[id] += field(b, "count").GetIntegerValue()
-			}
 		}
 	}
-	var want []ranked
-	for id, n := range sums {
-		if rankedIDs[id] && n > 0 {
-			want = append(want, ranked{CounterID: id, Count: n})
-		}
-	}
-	slices.SortFunc(want, func(a, b ranked) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.CounterID, b.CounterID))
-	})
-	want = want[:min(5, len(want))]
+	want := bruteForceTop(w, r.Sum, from, 5, func(id string) bool { return rankedIDs[id] })
 	if rolling && (o.answer.Exact == nil || !*o.answer.Exact) {
 		// Not exact: the answer says so, and holds only counters it is
 		// sure of, first: none left out while one it outranks is in.
