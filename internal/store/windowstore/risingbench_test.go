@@ -51,8 +51,11 @@ func TestRisingOverAMonthOf1000Counters(t *testing.T) {
 			last, jumpers[id] = int64(rate*6)+20, true
 		}
 		m = m.Add(windows.RisingNow, now, last)
-		put(fs, batch, id, "m", windows.Hour, windows.UTC.Start(windows.Hour, now), last, map[string]int64{"rise": int64(math.Round(m.Rise(windows.RisingNow)))})
-		put(fs, batch, id, "m", windows.Minute, now.Add(-5*time.Minute).Truncate(time.Minute), last, nil)
+		hour, minute := windows.UTC.Start(windows.Hour, now), now.Add(-5*time.Minute).Truncate(time.Minute)
+		fields := peakFields(windows.Peak{}.Add(windows.UTC, windows.Hour, hour, minute, last), false) // the hour before's peaks closed, as the roll-up leaves them
+		fields["rise"] = int64(math.Round(m.Rise(windows.RisingNow)))
+		put(fs, batch, id, "m", windows.Hour, hour, last, fields)
+		put(fs, batch, id, "m", windows.Minute, minute, last, nil)
 	}
 	batch.End()
 	rctx, reads := ledger.New(ctx, true)
