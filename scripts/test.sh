@@ -116,24 +116,35 @@ status=0
 go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
   -race -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" "${args[@]}" || status=$?
 if [ "$status" = 0 ] && [ $# -eq 0 ]; then
+  # Two passes side by side, each into its own log, printed when it ends:
+  # the simulation is busy on the CPU while the named-database pass mostly
+  # waits on the emulator and the roll-up's cadence, so together they take
+  # little more than the longer one.
+  #
   # Under -race a schedule of the whole service's simulation runs ten
   # times slower, and the race run plays few: here, all of them.
-  step "the whole service's simulation without the race detector (200 fixed seeds, 30 fresh)"
+  step "the whole service's simulation without the race detector (200 fixed seeds, 30 fresh), beside the e2e suite's paths on a named database (FIRESTORE_DATABASE=shardcount-named)"
   go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
-    -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./internal/sim || status=$?
-fi
-if [ "$status" = 0 ] && [ $# -eq 0 ]; then
+    -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./internal/sim >"$tmp/sim.log" 2>&1 &
+  sim=$!
   # The core suite once more with the counters in a named database: the
   # functions, the trigger's registration and the tests' own reads use it.
   # One test of each path that names the database (counters and their
   # shards, likes and member documents, the roll-up's trigger, reconcile,
   # a deletion's purge, a reshard): the load and timing tests touch its
   # name no more than these, and would cost two minutes more.
-  step "the e2e suite's paths on a named database (FIRESTORE_DATABASE=shardcount-named)"
   FIRESTORE_DATABASE=shardcount-named go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
     -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" \
     -run '^(TestCreateCounter|TestConcurrentIncrementsAreExact|TestSameUserThroughTwoInstances|TestBatchAnswersPerItem|TestRollupWithOneEventLostIsExact|TestReconcileHealsALostLastEvent|TestDeleteCounterLeavesNothing|TestCreateAfterDeleteStartsAtZero|TestReshardQuietCounterFinishesOnReconcile|TestAuditCorrectsTheShardsToTheMembers)$' \
-    ./e2e || status=$?
+    ./e2e >"$tmp/named.log" 2>&1 &
+  named=$!
+  for pass in sim named; do
+    pass_status=0
+    wait "${!pass}" || pass_status=$?
+    step "$pass pass ended (status $pass_status)"
+    cat "$tmp/$pass.log"
+    [ "$pass_status" = 0 ] || status=$pass_status
+  done
 fi
 kill "$heartbeat" 2>/dev/null || true
 if [ "$status" != 0 ]; then

@@ -412,9 +412,12 @@ func randomOp(r *rand.Rand, commits int) op {
 // "in" filter, a time range, two orderings and a cursor of a time and an
 // id), a ranking's (an equality, a range, descending, ties by a second
 // field that a document must hold to be ranked), a reader's memberships of
-// a page (a collection group, an equality and an "in" filter).
+// a page (a collection group, an equality and an "in" filter), a user's
+// memberships for an erasure (a collection group, an equality, newest
+// first by a time and then by path, from a cursor of both), the erasures
+// recorded since a time.
 func randomQuery(r *rand.Rand, commits int) op {
-	shape := r.IntN(7)
+	shape := r.IntN(9)
 	w0 := time.Unix(1_800_000_000+r.Int64N(6), 0)
 	cursor := time.Unix(1_800_000_000+r.Int64N(5), r.Int64N(1_000_000_000))
 	in := []any{"v0", "v1", "v2"}[:1+r.IntN(3)]
@@ -448,8 +451,16 @@ func randomQuery(r *rand.Rand, commits int) op {
 			}
 		case 5:
 			q = c.Collection(coll).Where("s", "==", in[len(in)-1]).Where("n", ">", v).OrderBy("n", firestore.Desc).OrderBy("m", firestore.Asc).Limit(limit)
-		default:
+		case 6:
 			q = c.CollectionGroup("s").Where("n", "==", v).Where("s", "in", in)
+		case 7:
+			q = c.CollectionGroup("s").Where("s", "==", in[len(in)-1]).OrderBy("w", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+			if strings.Contains(after, "/s/") {
+				q = q.StartAfter(cursor, c.Doc(after))
+			}
+			q = q.Limit(limit)
+		default:
+			q = c.Collection(coll).Where("w", ">", cursor)
 		}
 		req, err := queryRequest(q, w.root)
 		if err != nil {
