@@ -34,8 +34,8 @@ type EraseMemberResponse struct {
 	NextPageToken string `json:"next_page_token,omitempty"`
 	// RetryAfterSeconds, with Complete false: call again with
 	// NextPageToken no sooner; the last pass waits until every instance
-	// refuses the user's tokens of before (ERASURE_CHECK) and the commits
-	// they sent have landed (FIRESTORE_DEADLINE).
+	// refuses the user's tokens of before and the commits they sent have
+	// landed (lastPassAfter).
 	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 }
 
@@ -82,15 +82,18 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 		core.erasures.mu.Unlock()
 	}
 	resp := EraseMemberResponse{UID: uid}
-	// The last pass, over what came since the erasure began, goes once no
-	// token of before can make anything: every instance has looked, and
-	// what they admitted before has landed.
-	lastPass := cur.began.Add(core.cfg.ErasureCheck + core.cfg.FirestoreDeadline + time.Second)
+	lastPass := cur.began.Add(core.lastPassAfter())
 	stopAt := core.now().Add(core.cfg.FirestoreDeadline / 2)
 	if d, ok := ctx.Deadline(); ok {
 		stopAt = core.now().Add(d.Sub(core.now()) / 2)
 	}
 	for core.now().Before(stopAt) {
+		if wait := lastPass.Sub(core.now()); cur.since && wait > 0 {
+			// A call sooner than told: the last pass is not due yet.
+			resp.NextPageToken = cur.token()
+			resp.RetryAfterSeconds = int((wait + time.Second - 1) / time.Second)
+			return resp, nil
+		}
 		page, err := core.members.Memberships(ctx, uid, cur.after, erasePage)
 		if err != nil {
 			return resp, err
@@ -104,12 +107,8 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 				resp.Complete = true // nothing left since the erasure began
 				return resp, nil
 			}
-			cur.after, cur.since = counter.Membership{}, true // from the newest again, those since it began
+			cur.after, cur.since = counter.Membership{}, true // from the newest again, those since it began, once due
 			resp.NextPageToken = cur.token()
-			if wait := lastPass.Sub(core.now()); wait > 0 {
-				resp.RetryAfterSeconds = int((wait + time.Second - 1) / time.Second)
-				return resp, nil
-			}
 			continue
 		}
 		cur.after = page[len(page)-1]
@@ -124,6 +123,15 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 		resp.NextPageToken = cur.token() // no page in time: go on from the same place
 	}
 	return resp, nil
+}
+
+// lastPassAfter is how long after an erasure began its last pass, over
+// what came since, goes: once no token of before can make anything. Its
+// record lands within FIRESTORE_DEADLINE; every instance refuses those
+// tokens gateBound after that; a request admitted just before lands
+// within its FIRESTORE_DEADLINE; and a second for clocks.
+func (core *Core) lastPassAfter() time.Duration {
+	return core.cfg.FirestoreDeadline + core.gateBound() + core.cfg.FirestoreDeadline + time.Second
 }
 
 // eraseSlack is how long before an erasure began a membership is gone

@@ -10,13 +10,20 @@ import (
 )
 
 // The erasure gate: a user's ID tokens issued before their erasure began
-// make nothing afterwards, on any instance, within ERASURE_CHECK of the
-// erasure's first call, with no call to Auth per request (a deleted or
-// disabled account's token stays valid until it expires, an hour, as
-// Firebase checks it). eraseMember records when it began; each instance
-// reads the erasures recorded since its last look, at most once per
-// ERASURE_CHECK while requests come, and refuses the tokens of an erased
-// user issued before. A token issued after works: an erasure is not a ban.
+// make nothing afterwards, on any instance, within ERASURE_CHECK +
+// FIRESTORE_DEADLINE of the erasure's first call, with no call to Auth
+// per request (a deleted or disabled account's token stays valid until
+// it expires, an hour, as Firebase checks it). eraseMember records when
+// it began; each instance reads the erasures recorded since its last
+// look, at most once per ERASURE_CHECK while requests come, and refuses
+// the tokens of an erased user issued before. A token issued after works:
+// an erasure is not a ban.
+//
+// No request waits for another's look. Once what an instance knows is
+// ERASURE_CHECK old, the next request looks, and those that come while
+// it does are answered from what it knew, a look's deadline older at
+// most; past that, each request looks for itself. So one slow read never
+// holds a crowd of requests that it then lets go at once.
 
 // tokenLife is how long an ID token may be taken: Firebase's hour, and
 // the five minutes of clock skew the Admin SDK allows.
@@ -26,15 +33,23 @@ const tokenLife = time.Hour + 5*time.Minute
 type erasureGate struct {
 	mu       sync.Mutex
 	began    map[string]time.Time // by uid
-	lookedAt time.Time            // when the last look began (zero: never)
-	looking  chan struct{}        // closed when the look under way ends
+	lookedAt time.Time            // when the latest look that ended began (zero: never)
+	looking  bool                 // a look is under way for requests that found lookedAt ERASURE_CHECK old
+}
+
+// gateBound is how old, at most, what an instance knows of erasures is
+// when it admits a token: a look ERASURE_CHECK old, and another under
+// way, up to its deadline.
+func (core *Core) gateBound() time.Duration {
+	return core.cfg.ErasureCheck + core.cfg.FirestoreDeadline
 }
 
 // admitAfterErasure refuses caller's token when it was issued before the
 // caller's erasure began. The gate's look is the instance's own read (no
 // caller's budget pays for it: at most one a ERASURE_CHECK, with a read
-// per erasure recorded since the last); when it fails, the call is
-// refused too (503): the gate fails closed.
+// per erasure recorded since the last, but for requests that find it a
+// look's deadline past due, each paid for by its call); when one that
+// must look cannot, the call is refused too (503): the gate fails closed.
 func (core *Core) admitAfterErasure(ctx context.Context, caller Caller) error {
 	if caller.User == "" || caller.IssuedAt.IsZero() {
 		return nil
@@ -51,54 +66,56 @@ func (core *Core) admitAfterErasure(ctx context.Context, caller Caller) error {
 }
 
 // erasureBegan is when uid's erasure began, within a token's life (zero:
-// none), as this instance knows it from a look at most ERASURE_CHECK old.
+// none), as this instance knows it from a look begun at most gateBound
+// ago (ERASURE_CHECK, when no look is under way).
 func (core *Core) erasureBegan(ctx context.Context, uid string) (time.Time, error) {
 	g := &core.erasures
-	for {
-		g.mu.Lock()
-		now := core.now()
-		if !g.lookedAt.IsZero() && now.Sub(g.lookedAt) < core.cfg.ErasureCheck {
-			began := g.began[uid]
-			g.mu.Unlock()
-			return began, nil
-		}
-		if ch := g.looking; ch != nil {
-			g.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return time.Time{}, errs.Retryable(ctx.Err(), time.Second, "cannot check the account's erasures right now; retry")
-			}
-		}
-		ch := make(chan struct{})
-		g.looking = ch
-		since := now.Add(-tokenLife)
-		if !g.lookedAt.IsZero() {
-			since = g.lookedAt.Add(-eraseSlack) // a record committed while the last look ran, or written by a clock behind
-		}
+	g.mu.Lock()
+	now := core.now()
+	age := now.Sub(g.lookedAt)
+	known := !g.lookedAt.IsZero()
+	switch {
+	case known && age < core.cfg.ErasureCheck, known && age < core.gateBound() && g.looking:
+		began := g.began[uid]
 		g.mu.Unlock()
-		lookCtx, _ := ledger.New(ledger.WithLabel(ctx, "erasures"), true)
-		found, err := core.members.ErasuresSince(lookCtx, since)
-		g.mu.Lock()
-		if err == nil {
-			g.lookedAt = now
-			for u, b := range found {
-				g.noteLocked(u, b)
-			}
-			for u, b := range g.began {
-				if now.After(b.Add(tokenLife)) {
-					delete(g.began, u) // no token issued before it lives on
-				}
-			}
+		return began, nil
+	}
+	shared := known && age < core.gateBound() // this look is the one the others wait out
+	if shared {
+		g.looking = true
+	}
+	since := now.Add(-tokenLife)
+	if known {
+		since = g.lookedAt.Add(-eraseSlack) // a record committed while the last look ran, or written by a clock behind
+	}
+	g.mu.Unlock()
+	lookCtx, cancel := context.WithTimeout(ctx, core.cfg.FirestoreDeadline)
+	defer cancel()
+	lookCtx, _ = ledger.New(ledger.WithLabel(lookCtx, "erasures"), true)
+	found, err := core.members.ErasuresSince(lookCtx, since)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if shared {
+		g.looking = false
+	}
+	if err != nil {
+		if shared {
+			return g.began[uid], nil // what it knew is within gateBound still
 		}
-		g.looking = nil
-		close(ch)
-		g.mu.Unlock()
-		if err != nil {
-			return time.Time{}, err
+		return time.Time{}, errs.Retryable(err, time.Second, "cannot check the account's erasures right now; retry")
+	}
+	if now.After(g.lookedAt) {
+		g.lookedAt = now
+	}
+	for u, b := range found {
+		g.noteLocked(u, b)
+	}
+	for u, b := range g.began {
+		if now.After(b.Add(tokenLife)) {
+			delete(g.began, u) // no token issued before it lives on
 		}
 	}
+	return g.began[uid], nil
 }
 
 // noteLocked remembers uid's erasure began at began (the later of two).

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -217,6 +219,9 @@ func (w *world) checkReset(o *op) {
 func (w *world) checkQuiescence() {
 	for _, id := range w.ids() {
 		d := w.counterDoc(id, time.Time{})
+		if len(w.creations(id)) == 0 {
+			w.checkNeverCounted(id)
+		}
 		if !isLive(d) {
 			w.checkPurged(id)
 			continue
@@ -251,15 +256,64 @@ func (w *world) checkQuiescence() {
 		w.checkRefusedAsChanged(o)
 		w.checkKeysIn(o)
 	}
+	w.checkErasures()
 	if c := w.creations(noPost); len(c) > 0 {
 		w.problem("counter %s was created at %s, for a post that does not exist", noPost, w.rel(c[0].when))
+	}
+}
+
+// checkNeverCounted: of an id no counter was ever created for, the
+// acknowledged increments add up to nothing. Of a kind's counter, a first
+// use that changed something creates it, so they cancel out: plain ones'
+// deltas sum to 0 (those of unknown outcome may have applied or not), and
+// each user's likes or reactions fit one serial order that ends as it
+// began, with no membership. An increment acknowledged without its
+// counter is lost.
+func (w *world) checkNeverCounted(id string) {
+	switch {
+	case isChoice(id):
+		who := map[string]bool{}
+		for _, o := range w.increments(id) {
+			who[o.user] = true
+		}
+		for _, u := range slices.Sorted(maps.Keys(who)) {
+			w.checkChoicesOf(id, u, 0, commitRec{})
+		}
+	case w.isUnique(id):
+		w.checkMembersOf(id, 0, commitRec{})
+	default:
+		// A key's attempts are one increment: acknowledged if one was.
+		ok, unknown := map[string]*op{}, map[string]*op{}
+		for _, o := range w.increments(id) {
+			name := fmt.Sprint(o.n)
+			if o.key != "" {
+				name = o.user + "/" + o.key
+			}
+			switch {
+			case o.ok():
+				ok[name] = o
+			case o.unknown():
+				unknown[name] = o
+			}
+		}
+		var lo, hi int64
+		for name, o := range ok {
+			lo, hi = lo+o.delta, hi+o.delta
+			delete(unknown, name)
+		}
+		for _, o := range unknown {
+			lo, hi = lo+min(0, o.delta), hi+max(0, o.delta)
+		}
+		if lo > 0 || hi < 0 {
+			w.problem("no counter %s was ever created, and its acknowledged increments add up to between %d and %d", id, lo, hi)
+		}
 	}
 }
 
 // checkKeysIn: an end user's first use of a counter whose kind counts the
 // app's documents (keys_in), of a document that does not exist, is 404.
 func (w *world) checkKeysIn(o *op) {
-	if o.counter != noPost || !o.done || o.status >= 500 {
+	if o.counter != noPost || !o.done || o.status >= 500 || w.refusedByErasure(o) {
 		return
 	}
 	if o.status != http.StatusNotFound {

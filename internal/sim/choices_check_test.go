@@ -193,7 +193,7 @@ func (w *world) checkChoicesOf(id, u string, k int, from commitRec) {
 	byKey := map[string]*cop{}
 	firsts := map[string]int{} // of each key, the taps answered as its first
 	for _, o := range w.ops {
-		if o.counter != id || o.user != u || !mine(o, k) {
+		if o.counter != id || o.user != u || !w.mine(o, k) {
 			continue
 		}
 		if o.fn == "getCounter" {
@@ -209,7 +209,7 @@ func (w *world) checkChoicesOf(id, u string, k int, from commitRec) {
 			w.checkChoiceKey(o, id, from.at)
 		}
 		if o.done && o.status >= 400 && o.status < 500 {
-			if o.status != 409 && o.status != 404 {
+			if o.status != 409 && o.status != 404 && !w.refusedByErasure(o) {
 				w.problem("%s was refused: %s", o, o.code())
 			}
 			continue
@@ -262,6 +262,10 @@ func (w *world) checkChoicesOf(id, u string, k int, from commitRec) {
 			}
 		}
 		steps = append(steps, c)
+	}
+	for _, c := range w.erasedWhile(u) {
+		start, end := c.window(forever)
+		steps = append(steps, &cop{start: start, end: end, want: "", optional: true, what: c.String()})
 	}
 	for _, rec := range w.commits {
 		if rec.at.Before(from.at) {

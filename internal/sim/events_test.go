@@ -30,6 +30,9 @@ func (w *world) onCommit(at time.Time, changes []fsmodel.Change) {
 			continue
 		}
 		touched[id] = true
+		if coll == "" {
+			w.counterReads[id] = append(w.counterReads[id], counterRead{inst, time.Now()})
+		}
 		if coll == "" && isLive(ch.After) && !isLive(ch.Before) {
 			w.tracef("  %s created", id)
 		}

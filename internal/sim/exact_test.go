@@ -52,9 +52,37 @@ func at(gens []generation, o *op) (generation, bool) {
 
 // mine reports whether o may count in counter id's incarnation k: it
 // started during it, or while no document was there (a first use may
-// create k). One that started on an earlier incarnation, live or deleted,
-// never counts in k: its counter was another.
-func mine(o *op, k int) bool { return o.inc == k || o.inc == k-1 && o.absent }
+// create k), or while the id was deleted and then read k's document (it
+// went on with the counter it found). One that started on an earlier
+// live incarnation, or went on with what it knew of it, never counts in
+// k: its counter was another.
+func (w *world) mine(o *op, k int) bool {
+	return o.inc == k || o.inc == k-1 && (o.absent || !o.live && w.readSince(o, k))
+}
+
+// counterRead is an instance's read or write of a counter document, and
+// when it applied.
+type counterRead struct {
+	inst int
+	at   time.Time
+}
+
+// readSince says whether o's instance read or wrote its counter's
+// document once incarnation k was created, while o ran: begun on a
+// deleted counter, o may have gone on with the next one (the read it
+// waited for may be another request's, or the instance created it).
+func (w *world) readSince(o *op, k int) bool {
+	created := w.creations(o.counter)
+	if len(created) < k {
+		return false
+	}
+	for _, r := range w.counterReads[o.counter] {
+		if r.inst == o.inst && !r.at.Before(created[k-1].when) && (!o.done || !r.at.After(o.end)) {
+			return true
+		}
+	}
+	return false
+}
 
 // increments are the increment requests (batch items included) of
 // counter id.
@@ -103,7 +131,7 @@ func (w *world) checkExact(id string, sum int64) {
 			keyed[o.user+"/"+o.key] = append(keyed[o.user+"/"+o.key], o)
 			continue
 		}
-		if !mine(o, k) {
+		if !w.mine(o, k) {
 			continue // counts nowhere in k: the sum check catches it if it did
 		}
 		switch {
@@ -129,8 +157,8 @@ func (w *world) checkExact(id string, sum int64) {
 		for _, o := range group {
 			g, ok := at(gens, o)
 			switch {
-			case !mine(o, k):
-				if len(gens) > 0 && o.ok() && !slices.ContainsFunc(group, func(x *op) bool { return mine(x, k) }) {
+			case !w.mine(o, k):
+				if len(gens) > 0 && o.ok() && !slices.ContainsFunc(group, func(x *op) bool { return w.mine(x, k) }) {
 					w.problem("%s, begun on an earlier counter %s, is recorded in the next one", o, id)
 				}
 			case o.ok() && !ok:
@@ -157,15 +185,19 @@ func (w *world) checkExact(id string, sum int64) {
 // is the one of that order.
 func (w *world) checkMembers(id string) {
 	created := w.creations(id)
-	k := len(created)
-	from := created[k-1]
+	w.checkMembersOf(id, len(created), created[len(created)-1])
+}
+
+// checkMembersOf is checkMembers of incarnation k, created by from (none:
+// k is 0, of an id no counter was created for).
+func (w *world) checkMembersOf(id string, k int, from commitRec) {
 	for _, u := range users {
 		name := root + "counters/" + id + "/members/" + u
 		var ops []*lop
 		forever := w.endAt.Add(time.Hour)
 		byKey := map[string]*lop{}
 		for _, o := range w.increments(id) {
-			if o.user != u || !mine(o, k) || o.done && o.status >= 400 && o.status < 500 {
+			if o.user != u || !w.mine(o, k) || o.done && o.status >= 400 && o.status < 500 {
 				continue
 			}
 			l := &lop{start: o.start, end: o.end, join: o.delta > 0, optional: !o.ok(), what: o.String()}
@@ -190,6 +222,12 @@ func (w *world) checkMembers(id string) {
 				byKey[o.key] = l
 			}
 			ops = append(ops, l)
+		}
+		// An erasure of the user may have removed them at any instant one
+		// of its calls ran.
+		for _, c := range w.erasedWhile(u) {
+			start, end := c.window(forever)
+			ops = append(ops, &lop{start: start, end: end, optional: true, what: c.String()})
 		}
 		// What the member document showed: after each commit of this
 		// incarnation that changed it, and at the end.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -51,6 +53,13 @@ type op struct {
 	byDelta bool
 	// page is a getCounters' counters, in order.
 	page []string
+	// issued is when the caller's ID token was issued (an end user's).
+	issued time.Time
+	kept   time.Time // the token's issue time o's device kept (zero: the user's latest)
+	raw    []byte    // the answer's body
+	// upload is how long the client takes to send the request's body
+	// (a slow network): the function reads it after admitting the caller.
+	upload time.Duration
 }
 
 // answer is what a function answered, the fields the invariants read.
@@ -130,12 +139,21 @@ func (w *world) send(o *op, method, body string, done func()) {
 		cancel()
 		ctx, cancel = context.WithDeadline(tag, time.Now().Add(deadline-time.Millisecond))
 	}
-	req := httptest.NewRequestWithContext(ctx, method, target, rd)
+	var in io.Reader = rd
+	if o.upload > 0 {
+		in = &slowBody{r: rd, wait: o.upload}
+	}
+	req := httptest.NewRequestWithContext(ctx, method, target, in)
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if o.fn != "reconcileCounters" && o.fn != "rollupCounter" {
-		req.Header.Set("Authorization", "Bearer sim:"+o.user)
+		token, issued := w.token(o)
+		req.Header.Set("Authorization", "Bearer "+token)
+		o.issued = issued
+		for _, it := range o.items {
+			it.issued = issued
+		}
 	}
 	if o.key != "" && o.batch == nil && o.items == nil {
 		req.Header.Set("Idempotency-Key", o.key)
@@ -156,12 +174,31 @@ func (w *world) send(o *op, method, body string, done func()) {
 	}
 }
 
+// pageTokens are left out of the trace: an erasure's are signed with a
+// key drawn from crypto/rand, which no seed replays.
+var pageTokens = regexp.MustCompile(`"next_page_token":"[^"]*"`)
+
+// slowBody is a request body that arrives after wait.
+type slowBody struct {
+	r    io.Reader
+	wait time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.wait > 0 {
+		time.Sleep(b.wait)
+		b.wait = 0
+	}
+	return b.r.Read(p)
+}
+
 // answered records o's answer, and runs what follows it.
 func (w *world) answered(o *op, rec *httptest.ResponseRecorder, cancel func(), done func()) {
 	cancel()
-	o.done, o.end, o.status = true, time.Now(), rec.Code
-	json.Unmarshal(rec.Body.Bytes(), &o.answer)
-	w.tracef("  %s: %s", o, strings.TrimSpace(rec.Body.String()))
+	o.done, o.end, o.status, o.raw = true, time.Now(), rec.Code, rec.Body.Bytes()
+	json.Unmarshal(o.raw, &o.answer)
+	w.signInAgain(o)
+	w.tracef("  %s: %s", o, pageTokens.ReplaceAllString(strings.TrimSpace(rec.Body.String()), `"next_page_token":"…"`))
 	if done != nil {
 		done()
 	}
@@ -278,7 +315,7 @@ func (w *world) retry(o *op) {
 	w.at(time.Now().Add(time.Duration(100+w.rng.IntN(400))*time.Millisecond), func() {
 		r := w.newOp("incrementCounter", o.counter, w.pick())
 		r.user, r.key, r.delta, r.unique, r.attempt, r.first = o.user, o.key, o.delta, o.unique, o.attempt+1, o.first
-		r.react, r.choice, r.byDelta = o.react, o.choice, o.byDelta
+		r.react, r.choice, r.byDelta, r.kept = o.react, o.choice, o.byDelta, o.kept
 		if r.first == nil {
 			r.first = o
 		}

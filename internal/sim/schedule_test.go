@@ -37,9 +37,11 @@ func (w *world) randomSchedule() {
 			w.at(t, func() { w.reshard(id) })
 		case k < 92:
 			w.at(t, func() { w.deleteOn(w.pick(), id) })
-			// …and created again once its id is free, sometimes by two
-			// clients at once, while reconcile purges the tombstone.
-			reuse := t.Add(lateWrites + time.Duration(w.rng.IntN(2000))*time.Millisecond)
+			// …and created again around when its id is free (purge_after:
+			// lateWrites after the tombstone's commit lands, by its
+			// deadline), mostly after it, sometimes by two clients at
+			// once, while reconcile purges the tombstone.
+			reuse := t.Add(deadline + lateWrites + time.Duration(w.rng.IntN(2500)-500)*time.Millisecond)
 			w.at(reuse, func() { w.create(id, w.rng.IntN(2) == 0) })
 			if w.rng.IntN(2) == 0 {
 				w.at(reuse.Add(time.Duration(w.rng.IntN(300))*time.Millisecond), func() { w.create(id, w.rng.IntN(2) == 0) })
@@ -96,6 +98,7 @@ func (w *world) randomSchedule() {
 		// One user toggles a like through every instance, keyless, every
 		// 10–30 ms for a second, while others like the same counter.
 		from := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
+		w.contentionFrom = from
 		for t := from; t.Before(from.Add(time.Second)); t = t.Add(time.Duration(10+w.rng.IntN(20)) * time.Millisecond) {
 			w.at(t, func() { w.like(w.counters[0], w.pick(), users[0], "", int64(1-2*w.rng.IntN(2))) })
 			if w.rng.IntN(4) == 0 {
@@ -106,6 +109,9 @@ func (w *world) randomSchedule() {
 				})
 			}
 		}
+	}
+	if w.cfg.erasures {
+		w.planErasures(start)
 	}
 	// Scheduled runs come in the middle of the work too: what they pass
 	// must not be written again unmarked.

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -58,10 +60,12 @@ func TestSimulation(t *testing.T) {
 	seeds := seeds(t)
 	failures, undecided := 0, 0
 	var choices choiceStats
+	var lives lifeStats
 	for _, seed := range seeds {
 		res := runSeed(t, seed, *seedFlag != 0)
 		undecided += res.undecided
 		choices.add(res.choices)
+		lives.add(res.lives)
 		if res.trace != nil {
 			t.Log("trace:\n" + strings.Join(res.trace, "\n"))
 		}
@@ -78,7 +82,7 @@ func TestSimulation(t *testing.T) {
 				seed, seed, res.cfg, strings.Join(res.problems, "\n"))
 		}
 	}
-	t.Logf("%d schedules; %d cases the checkers could not judge (an unkeyed increment racing a reset, a ranking not exact, a serial-order search past its budget); %s", len(seeds), undecided, choices)
+	t.Logf("%d schedules; %d cases the checkers could not judge (an unkeyed increment racing a reset, a ranking not exact, a serial-order search past its budget); %s; %s", len(seeds), undecided, choices, lives)
 	// About 0.3 a schedule (1.3 under -race): a checker that judges far less has stopped
 	// checking, which must not pass.
 	if undecided > 5*len(seeds) {
@@ -94,6 +98,7 @@ type result struct {
 	problems, trace []string
 	cfg             config
 	undecided       int
+	lives           lifeStats
 	choices         choiceStats
 }
 
@@ -114,7 +119,7 @@ func runSeed(t *testing.T, seed uint64, tracing bool) result {
 		w.tracing = tracing
 		w.randomSchedule()
 		res.problems = w.run()
-		res.trace, res.undecided, res.choices = w.trace, w.undecided, w.choices
+		res.trace, res.undecided, res.choices, res.lives = w.trace, w.undecided, w.choices, w.lives()
 		w.close()
 	})
 	return res
@@ -133,6 +138,37 @@ func (w *world) run() []string {
 	}
 	w.checkQuiescence()
 	return w.problems
+}
+
+// lifeStats count what the schedules did with deleted ids: created again,
+// or refused as too early (before purge_after); and erasures completed.
+type lifeStats struct{ recreated, tooEarly, erased int }
+
+func (s *lifeStats) add(o lifeStats) {
+	s.recreated, s.tooEarly, s.erased = s.recreated+o.recreated, s.tooEarly+o.tooEarly, s.erased+o.erased
+}
+
+func (s lifeStats) String() string {
+	return fmt.Sprintf("%d ids created again after a deletion, %d creations refused as before purge_after; %d erasures complete", s.recreated, s.tooEarly, s.erased)
+}
+
+func (w *world) lives() lifeStats {
+	var s lifeStats
+	for _, o := range w.ops {
+		switch {
+		case o.fn != "createCounter":
+		case o.status == http.StatusCreated && o.inc > 0:
+			s.recreated++
+		case o.code() == "FAILED_PRECONDITION":
+			s.tooEarly++
+		}
+	}
+	for _, e := range w.erasures {
+		if e.complete != nil {
+			s.erased++
+		}
+	}
+	return s
 }
 
 // TestSeedsReplay: a seed replays one schedule exactly, every call and

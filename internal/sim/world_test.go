@@ -68,6 +68,7 @@ type config struct {
 	reactions  bool    // a counter of the choice kind reactions, its users reacting from two devices each
 	autoShard  bool    // AUTO_SHARDING=on, at a target hot counters pass
 	audits     bool    // full audits of every counter ({"full": true}) among the work
+	erasures   bool    // eraseMember of a user or two while they like and react
 	// boundary: the schedule starts 4 s before an hour ends, which is
 	// midnight in its TIME_ZONE, so its rankings' windows cross both.
 	boundary bool
@@ -114,6 +115,7 @@ func randomConfig(r *rand.Rand) config {
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
 		boundary:   r.IntN(3) == 0,
+		erasures:   r.IntN(3) == 0,
 	}
 	if c.boundary {
 		c.env = map[string]string{"TIME_ZONE": "Etc/GMT+1"} // midnight at 01:00 UTC
@@ -140,8 +142,15 @@ type world struct {
 	keys     map[string][]*op // keyed increments of plain counters by an admin, by counter: keys to use again
 	taps     map[string][]*op // keyed taps of choice counters, by counter and user: keys to use again
 	ops      []*op
-	commits  []commitRec
-	events   int
+	erasures []*erasure
+	// counterReads are the reads and writes of each counter's document:
+	// by which instance, when (what it may have learned of it).
+	counterReads map[string][]counterRead
+	// contentionFrom is when one user's likes through every instance begin.
+	contentionFrom time.Time
+	signedIn       map[string]time.Time // when each user's ID token was issued
+	commits        []commitRec
+	events         int
 
 	// script, when set, decides instead of the seed (scripted schedules).
 	script *script
@@ -184,6 +193,7 @@ func (w *world) environment() map[string]string {
 		"ADDRESS_RATE_LIMITS":    unlimited,
 		"USER_MAX_DELTA":         "1000000000",
 		"LOG_LEVEL":              "error",
+		"ERASURE_CHECK":          erasureCheck.String(),
 	}
 }
 
@@ -201,7 +211,7 @@ func (w *world) settings() map[string]string {
 }
 
 func newWorld(r *rand.Rand, cfg config) *world {
-	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}, keys: map[string][]*op{}, taps: map[string][]*op{}}
+	w := &world{rng: r, cfg: cfg, epoch: time.Now(), planted: map[time.Time]bool{}, nth: map[string]int{}, keys: map[string][]*op{}, taps: map[string][]*op{}, signedIn: map[string]time.Time{}, counterReads: map[string][]counterRead{}}
 	w.d = newDriver(w)
 	w.model = fsmodel.New(func() time.Time { return time.Now().Add(w.cfg.skew) })
 	w.model.OnCommit = w.onCommit
@@ -259,11 +269,20 @@ func (w *world) close() {
 // authenticate is the simulation's token check: "Bearer sim:UID", and
 // sim:admin for an admin.
 func authenticate(_ context.Context, r *http.Request) (httpapi.Caller, error) {
+	// sim:UID, or sim:UID@ISSUED (Unix seconds, as a token's iat).
 	uid, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer sim:")
 	if !ok {
 		return httpapi.Caller{}, status.Error(codes.Unauthenticated, "not a simulation token")
 	}
-	return httpapi.Caller{UID: uid, Admin: uid == "admin"}, nil
+	var issued time.Time
+	if uid, iat, ok := strings.Cut(uid, "@"); ok {
+		s, err := strconv.ParseInt(iat, 10, 64)
+		if err != nil {
+			return httpapi.Caller{}, status.Error(codes.Unauthenticated, "not a simulation token")
+		}
+		return httpapi.Caller{UID: uid, IssuedAt: time.Unix(s, 0)}, nil
+	}
+	return httpapi.Caller{UID: uid, Admin: uid == "admin", IssuedAt: issued}, nil
 }
 
 func (w *world) noisy() bool { return time.Now().Before(w.quietAt) }
@@ -359,6 +378,13 @@ func (w *world) plan(c *call) {
 func (w *world) apply(c *call) (any, error) {
 	w.applying = c
 	defer func() { w.applying = nil }()
+	if req, ok := c.req.(*pb.BatchGetDocumentsRequest); ok {
+		for _, name := range req.GetDocuments() {
+			if id, coll, _ := counterOf(name); id != "" && coll == "" {
+				w.counterReads[id] = append(w.counterReads[id], counterRead{c.inst, time.Now()})
+			}
+		}
+	}
 	return c.apply()
 }
 
