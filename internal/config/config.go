@@ -237,7 +237,7 @@ var Settings = append([]Setting{
 		durationIn(func(c *Config) *time.Duration { return &c.ShardCountCache }, time.Second, time.Hour)},
 	{"FEED_CACHE", "1s", "How stale a count `getCounters` answers may be, at most (its `as_of` says how old each is): an instance reads a counter's document at most once per this long, however many readers' pages show it. About the roll-up's cadence: a count read more often would not be newer. At most `SHARD_COUNT_CACHE`; 0s reads every page's counters.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.FeedCache }, 0, time.Hour)},
-	{"ERASURE_CHECK", "30s", "How soon every instance refuses the ID tokens a user was issued before their erasure (`eraseMember`) began: each looks for new erasures at most this often while it serves requests (a read each time, and one per erasure recorded since). An erasure completes no sooner than this plus `FIRESTORE_DEADLINE` after it began.", Deployed,
+	{"ERASURE_CHECK", "30s", "How soon every instance refuses the ID tokens a user was issued before their erasure (`eraseMember`) began: each looks for new erasures at most this often while it serves requests (a read each time, and one per erasure recorded since). Every instance refuses them within this plus `FIRESTORE_DEADLINE` of the erasure's first call; an erasure completes no sooner than this plus 3 × `FIRESTORE_DEADLINE` + 1 s after it began.", Deployed,
 		durationIn(func(c *Config) *time.Duration { return &c.ErasureCheck }, time.Second, 10*time.Minute)},
 	{"AUTO_SHARDING", "off", "`on`: the roll-up grows a counter whose shards run hot (see docs/design/resharding.md).", Deployed,
 		onOff(func(c *Config) *bool { return &c.AutoSharding })},

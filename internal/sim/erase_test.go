@@ -78,7 +78,6 @@ func (w *world) erase(user string) {
 	e := &erasure{user: user}
 	w.erasures = append(w.erasures, e)
 	w.eraseCall(e, "")
-	w.keepsGoing(user)
 }
 
 // keepsGoing: the user being erased goes on liking (or reacting) from a
@@ -273,11 +272,17 @@ func (w *world) planErasures(start time.Time) {
 	if w.cfg.contention && w.rng.IntN(2) == 0 {
 		liker, t = users[0], w.contentionFrom.Add(time.Duration(w.rng.IntN(800))*time.Millisecond)
 	}
+	erase := func(t time.Time, user string) {
+		w.at(t, func() {
+			w.erase(user)
+			w.keepsGoing(user)
+		})
+	}
 	if len(w.erasable(liker)) > 0 {
-		w.at(t, func() { w.erase(liker) })
+		erase(t, liker)
 	}
 	if reactor := reactors[w.rng.IntN(len(reactors))]; len(w.erasable(reactor)) > 0 && w.rng.IntN(2) == 0 {
-		w.at(at(), func() { w.erase(reactor) })
+		erase(at(), reactor)
 	}
 }
 

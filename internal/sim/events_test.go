@@ -100,7 +100,7 @@ func (w *world) deliver(id string, dup int, ch fsmodel.Change, at time.Time, att
 	if w.script != nil && w.script.to != nil {
 		to = w.script.to(ch.Name[len(root):])
 	}
-	handler := w.instances[to].server.Handler("rollupCounter")
+	handler := w.handler(to, "rollupCounter")
 	w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
 		w.tracef("  event %s (attempt %d) -> %d", id, attempt, rec.Code)
 		switch {

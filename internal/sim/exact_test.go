@@ -77,7 +77,7 @@ func (w *world) readSince(o *op, k int) bool {
 		return false
 	}
 	for _, r := range w.counterReads[o.counter] {
-		if r.inst == o.inst && !r.at.Before(created[k-1].when) && (!o.done || !r.at.After(o.end)) {
+		if r.inst == w.serverOf(o.inst, o.fn) && !r.at.Before(created[k-1].when) && (!o.done || !r.at.After(o.end)) {
 			return true
 		}
 	}

@@ -159,7 +159,7 @@ func (w *world) send(o *op, method, body string, done func()) {
 		req.Header.Set("Idempotency-Key", o.key)
 	}
 	rec := httptest.NewRecorder()
-	handler := w.instances[o.inst].server.Handler(o.fn)
+	handler := w.handler(o.inst, o.fn)
 	// Each request starts in a step of its own, even with others at the
 	// same instant: it runs until it waits before the next starts, so which
 	// of two requests queues first in a group commit is the seed's.

@@ -2,10 +2,7 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/httpapi"
-	"github.com/shardcount/shardcount/internal/service"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -68,6 +64,7 @@ type config struct {
 	reactions  bool    // a counter of the choice kind reactions, its users reacting from two devices each
 	autoShard  bool    // AUTO_SHARDING=on, at a target hot counters pass
 	audits     bool    // full audits of every counter ({"full": true}) among the work
+	split      bool    // each function of an instance a server of its own, as deployed
 	erasures   bool    // eraseMember of a user or two while they like and react
 	// boundary: the schedule starts 4 s before an hour ends, which is
 	// midnight in its TIME_ZONE, so its rankings' windows cross both.
@@ -116,9 +113,16 @@ func randomConfig(r *rand.Rand) config {
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
 		boundary:   r.IntN(3) == 0,
 		erasures:   r.IntN(3) == 0,
+		split:      r.IntN(2) == 0,
+	}
+	c.env = map[string]string{
+		// Settings varied between schedules: a batch of one op to one
+		// past a flush's bound; one activity shard, or many.
+		"GROUP_COMMIT_MAX_BATCH": strconv.Itoa([]int{1, 3, maxBatch, 50}[r.IntN(4)]),
+		"ACTIVITY_SHARDS":        strconv.Itoa([]int{1, 3, 16}[r.IntN(3)]),
 	}
 	if c.boundary {
-		c.env = map[string]string{"TIME_ZONE": "Etc/GMT+1"} // midnight at 01:00 UTC
+		c.env["TIME_ZONE"] = "Etc/GMT+1" // midnight at 01:00 UTC
 	}
 	return c
 }
@@ -167,13 +171,6 @@ type world struct {
 	mu       sync.Mutex // problems, from goroutines
 }
 
-// instance is one function instance: the real service, its caches and
-// its group commit, on the model.
-type instance struct {
-	n      int
-	server *service.Server
-}
-
 // environment is the instances' settings.
 func (w *world) environment() map[string]string {
 	unlimited := "call=0:1,create=0:1,increment=0:1,read=0:1,strong=0:1,feed=0:1,history=0:1,top=0:1,list=0:1,reshard=0:1,delete=0:1,reset=0:1,record=0:1,query=0:1"
@@ -220,26 +217,7 @@ func newWorld(r *rand.Rand, cfg config) *world {
 	if zone, err := time.LoadLocation(env["TIME_ZONE"]); env["TIME_ZONE"] != "" && err == nil {
 		w.cal = windows.Calendar{Zone: zone}
 	}
-	for i := range cfg.instances {
-		api := &simAPI{d: w.d, m: w.model, inst: i}
-		picks := map[string]uint64{}
-		var picksMu sync.Mutex
-		seed := r.Uint64()
-		deps := service.Deps{Firestore: api, Authenticate: authenticate, Logs: io.Discard,
-			IntN: func(key string, n int) int {
-				// Seeded per key: concurrent choices of one instance do not
-				// depend on which goroutine asks first.
-				picksMu.Lock()
-				picks[key]++
-				k := picks[key]
-				picksMu.Unlock()
-				h := fnv.New64a()
-				binary.Write(h, binary.LittleEndian, seed+k)
-				h.Write([]byte(key))
-				return int(h.Sum64() % uint64(n))
-			}}
-		w.instances = append(w.instances, &instance{n: i, server: service.NewWith(func(k string) string { return env[k] }, deps)})
-	}
+	w.startInstances(env)
 	for i := range cfg.counters {
 		w.counters = append(w.counters, "c"+strconv.Itoa(i))
 	}
@@ -257,13 +235,6 @@ func newWorld(r *rand.Rand, cfg config) *world {
 		w.counters = append(w.counters, "reactions:p"+strconv.Itoa(r.IntN(100)))
 	}
 	return w
-}
-
-// close releases the instances, so the bubble's goroutines end.
-func (w *world) close() {
-	for _, in := range w.instances {
-		in.server.Close()
-	}
 }
 
 // authenticate is the simulation's token check: "Bearer sim:UID", and
