@@ -123,7 +123,7 @@ if [ "$status" = 0 ] && [ $# -eq 0 ]; then
   #
   # Under -race a schedule of the whole service's simulation runs ten
   # times slower, and the race run plays few: here, all of them.
-  step "the whole service's simulation without the race detector (200 fixed seeds, 30 fresh), beside the e2e suite's paths on a named database (FIRESTORE_DATABASE=shardcount-named)"
+  step "the whole service's simulation without the race detector (150 fixed seeds, 20 fresh), beside the e2e suite's paths on a named database (FIRESTORE_DATABASE=shardcount-named)"
   go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
     -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./internal/sim >"$tmp/sim.log" 2>&1 &
   sim=$!
