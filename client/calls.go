@@ -102,8 +102,8 @@ type Erased struct {
 
 // EraseMember removes user uid from every unique counter (account
 // deletion, GDPR erasure), calling eraseMember until it is complete,
-// waiting when it says to (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE + 1 s,
-// 61 s by default, in all). It returns how many counters it removed them from
+// waiting when it says to (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s,
+// 71 s by default, in all). It returns how many counters it removed them from
 // in all. Once it begins, the user's tokens issued before are refused
 // everywhere: what they make after is undone by its last pass.
 func (c *Client) EraseMember(ctx context.Context, uid string) (int, error) {

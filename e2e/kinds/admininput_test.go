@@ -12,7 +12,7 @@ import (
 // path, a time or a size past Firestore's limits is a short 400, never a
 // 5xx nor a false answer.
 func TestAdminInputIsNeverA500(t *testing.T) {
-	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE): the others wait beside it
+	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	backend, uid := admin(t), "ida-"+run
 	like := "likes:ida-" + run
 	if r := call(t, backend, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"member":%q}`, like, uid)); r.Status != http.StatusOK {

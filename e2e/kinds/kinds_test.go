@@ -33,8 +33,8 @@ func TestMain(m *testing.M) {
 		"RATE_LIMITS":          unlimited,
 		"ADDRESS_RATE_LIMITS":  unlimited,
 		"LOG_LEVEL":            "warn",
-		// An erasure's last pass waits ERASURE_CHECK + 3 × FIRESTORE_DEADLINE
-		// + 1 s: 17 s.
+		// An erasure's last pass waits ERASURE_CHECK + 4 × FIRESTORE_DEADLINE
+		// + 1 s: 22 s.
 		"ERASURE_CHECK":      "1s",
 		"FIRESTORE_DEADLINE": "5s",
 	})

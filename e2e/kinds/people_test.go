@@ -93,7 +93,7 @@ func TestTheBackendActsForAMember(t *testing.T) {
 // document of the app's own named members, and a second erasure changes
 // nothing.
 func TestEraseMember(t *testing.T) {
-	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE): the others wait beside it
+	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	gina, other, backend := user(t, "gina"), user(t, "gina-friend"), admin(t)
 	uid := "gina-" + run
 	ids := []string{"likes:e1-" + run, "likes:e2-" + run, "viewers:e3-" + run}
@@ -222,7 +222,7 @@ func membersQuery(t *testing.T, token, uid, kind string) []string {
 // TestTheGoClientActsForAMemberAndErases: an app's backend, with the Go
 // client as its service identity, likes for a user and then erases them.
 func TestTheGoClientActsForAMemberAndErases(t *testing.T) {
-	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE): the others wait beside it
+	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	ctx := context.Background()
 	backend := goClient(t, "backend-go-"+run)
 	uid, id := "go-member-"+run, "likes:go-"+run
@@ -302,7 +302,7 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 // deleted by hand is deleted by the erasure, and the counter is not
 // created again at −1.
 func TestErasingOverAnOrphan(t *testing.T) {
-	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE): the others wait beside it
+	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	owner, backend := user(t, "orphan-owner"), admin(t)
 	uid, id := "orphan-owner-"+run, "likes:orphaned-"+run
 	if r := call(t, owner, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {

@@ -200,7 +200,7 @@ func TestChoicesAreChecked(t *testing.T) {
 // TestReactionsOfAnErasedUserGo: an admin sets a reaction for a member,
 // and eraseMember takes it away with the count of its choice.
 func TestReactionsOfAnErasedUserGo(t *testing.T) {
-	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 3 × FIRESTORE_DEADLINE): the others wait beside it
+	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	id := "reactions:erased-" + run
 	jay, backend := user(t, "jay"), admin(t)
 	uid := "jay-" + run

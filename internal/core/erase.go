@@ -48,8 +48,8 @@ const erasePage = 100
 // exactly one, in the commit that deletes the member document, by the
 // path every unlike takes. A call goes on while half its deadline is
 // left; its page token holds when the erasure began and where it stopped.
-// Its first call records when it began: from then on, within
-// ERASURE_CHECK, every instance refuses the user's tokens issued before
+// Its first call records when it began: from then on, within gateBound,
+// every instance refuses the user's tokens issued before
 // (erasures.go). Once a pass reaches the oldest membership, and every
 // instance refuses those tokens and what they sent has landed
 // (RetryAfterSeconds says when), the memberships since the erasure began
@@ -70,7 +70,7 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 	}
 	if cur.began.IsZero() {
 		// The erasure begins: every instance refuses the user's tokens
-		// issued before, within ERASURE_CHECK. Firestore keeps
+		// issued before, within gateBound. Firestore keeps
 		// microseconds: the token's time is the record's.
 		cur.began, cur.key = core.now().Truncate(time.Microsecond), make([]byte, sha256.Size)
 		rand.Read(cur.key)
@@ -128,10 +128,11 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body EraseMemb
 // lastPassAfter is how long after an erasure began its last pass, over
 // what came since, goes: once no token of before can make anything. Its
 // record lands within FIRESTORE_DEADLINE; every instance refuses those
-// tokens gateBound after that; a request admitted just before lands
-// within its FIRESTORE_DEADLINE; and a second for clocks.
+// tokens gateBound after that; an increment admitted just before may
+// wait its FIRESTORE_DEADLINE to be taken by a group commit's flush,
+// which has a FIRESTORE_DEADLINE of its own; and a second for clocks.
 func (core *Core) lastPassAfter() time.Duration {
-	return core.cfg.FirestoreDeadline + core.gateBound() + core.cfg.FirestoreDeadline + time.Second
+	return core.cfg.FirestoreDeadline + core.gateBound() + 2*core.cfg.FirestoreDeadline + time.Second
 }
 
 // eraseSlack is how long before an erasure began a membership is gone

@@ -11,11 +11,11 @@ import (
 
 // The erasure gate: a user's ID tokens issued before their erasure began
 // make nothing afterwards, on any instance, within ERASURE_CHECK +
-// FIRESTORE_DEADLINE of the erasure's first call, with no call to Auth
+// FIRESTORE_DEADLINE of the erasure's first call's answer, with no call to Auth
 // per request (a deleted or disabled account's token stays valid until
 // it expires, an hour, as Firebase checks it). eraseMember records when
 // it began; each instance reads the erasures recorded since its last
-// look, at most once per ERASURE_CHECK while requests come, and refuses
+// look, once per ERASURE_CHECK while requests come, and refuses
 // the tokens of an erased user issued before. A token issued after works:
 // an erasure is not a ban.
 //
@@ -45,11 +45,13 @@ func (core *Core) gateBound() time.Duration {
 }
 
 // admitAfterErasure refuses caller's token when it was issued before the
-// caller's erasure began. The gate's look is the instance's own read (no
-// caller's budget pays for it: at most one a ERASURE_CHECK, with a read
-// per erasure recorded since the last, but for requests that find it a
-// look's deadline past due, each paid for by its call); when one that
-// must look cannot, the call is refused too (503): the gate fails closed.
+// caller's erasure began. The gate's look is the instance's own read, no
+// caller's budget pays for it: one a ERASURE_CHECK while requests come,
+// with a read per erasure recorded since the last (within a token's
+// life), but on a cold instance, or after ERASURE_CHECK +
+// FIRESTORE_DEADLINE without requests, where each request that comes
+// before a look ended looks for itself. When one that must look cannot,
+// the call is refused too (503): the gate fails closed.
 func (core *Core) admitAfterErasure(ctx context.Context, caller Caller) error {
 	if caller.User == "" || caller.IssuedAt.IsZero() {
 		return nil
@@ -86,10 +88,15 @@ func (core *Core) erasureBegan(ctx context.Context, uid string) (time.Time, erro
 	}
 	since := now.Add(-tokenLife)
 	if known {
-		since = g.lookedAt.Add(-eraseSlack) // a record committed while the last look ran, or written by a clock behind
+		// A record committed while the last look ran, or written by a
+		// clock behind; none older than a token's life.
+		if last := g.lookedAt.Add(-eraseSlack); last.After(since) {
+			since = last
+		}
 	}
 	g.mu.Unlock()
-	lookCtx, cancel := context.WithTimeout(ctx, core.cfg.FirestoreDeadline)
+	// Others count on a shared look: a caller that gives up does not end it.
+	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.cfg.FirestoreDeadline)
 	defer cancel()
 	lookCtx, _ = ledger.New(ledger.WithLabel(lookCtx, "erasures"), true)
 	found, err := core.members.ErasuresSince(lookCtx, since)

@@ -82,12 +82,12 @@ func (w *world) erase(user string) {
 
 // keepsGoing: the user being erased goes on liking (or reacting) from a
 // device that keeps the token it has (a deleted account's works for an
-// hour), every 50–250 ms for six seconds, past the time every instance
-// refuses it.
+// hour), every 50–250 ms for ten seconds, past the time every instance
+// refuses it, most often into its last pass's wait.
 func (w *world) keepsGoing(user string) {
 	ids := w.erasable(user)
 	_, kept := w.token(&op{user: user})
-	end := time.Now().Add(6 * time.Second)
+	end := time.Now().Add(10 * time.Second)
 	for t := time.Now(); t.Before(end); t = t.Add(time.Duration(50+w.rng.IntN(200)) * time.Millisecond) {
 		id := ids[w.rng.IntN(len(ids))]
 		w.at(t, func() {
