@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/service"
+	"github.com/shardcount/shardcount/internal/wire"
 	"github.com/shardcount/shardcount/internal/wirejson"
 )
 
@@ -18,12 +18,12 @@ func TestTheClientsAnswersAreTheFunctions(t *testing.T) {
 	for _, pair := range []struct {
 		client, function reflect.Type
 	}{
-		{reflect.TypeFor[Incremented](), reflect.TypeFor[core.IncrementCounterResponse]()},
-		{reflect.TypeFor[Created](), reflect.TypeFor[core.CreateCounterResponse]()},
-		{reflect.TypeFor[Counter](), reflect.TypeFor[core.GetCounterResponse]()},
-		{reflect.TypeFor[Ranking](), reflect.TypeFor[core.TopCountersResponse]()},
-		{reflect.TypeFor[Members](), reflect.TypeFor[core.ListMembersResponse]()},
-		{reflect.TypeFor[Erased](), reflect.TypeFor[core.EraseMemberResponse]()},
+		{reflect.TypeFor[Incremented](), reflect.TypeFor[wire.IncrementCounterResponse]()},
+		{reflect.TypeFor[Created](), reflect.TypeFor[wire.CreateCounterResponse]()},
+		{reflect.TypeFor[Counter](), reflect.TypeFor[wire.GetCounterResponse]()},
+		{reflect.TypeFor[Ranking](), reflect.TypeFor[wire.TopCountersResponse]()},
+		{reflect.TypeFor[Members](), reflect.TypeFor[wire.ListMembersResponse]()},
+		{reflect.TypeFor[Erased](), reflect.TypeFor[wire.EraseMemberResponse]()},
 		{reflect.TypeFor[Page](), reflect.TypeFor[service.GetCountersResponse]()},
 	} {
 		got, want := wirejson.Names(pair.client), wirejson.Names(pair.function)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/config"
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/erasure"
 	"github.com/shardcount/shardcount/internal/groupcommit"
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/instruments"
@@ -182,7 +183,7 @@ type Core struct {
 	limiter    *ratelimit.Limiter
 	batcher    *groupcommit.Batcher[increment.Op, increment.Result]
 	readsPaid  map[ratelimit.Budget]int
-	erasures   erasureGate
+	erasures   *erasure.Gate
 }
 
 // New returns the core of cfg over stores.
@@ -200,6 +201,7 @@ func New(cfg config.Config, stores Stores, opts Options) *Core {
 	if !cfg.GroupCommit {
 		maxBatch = 1
 	}
+	core.erasures = core.newGate()
 	core.batcher = groupcommit.New(maxBatch, cfg.GroupCommitMaxWait, core.flush)
 	return core
 }

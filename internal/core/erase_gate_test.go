@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // TestATokenOfBeforeAnErasureMakesNothing: once a user's erasure began,
@@ -20,13 +22,13 @@ func TestATokenOfBeforeAnErasureMakesNothing(t *testing.T) {
 		if err := core.Admit(ctx, c); err != nil {
 			return err
 		}
-		_, _, err := core.IncrementCounter(ctx, c, IncrementCounterRequest{IncrementItem: IncrementItem{CounterID: ptr("likes:" + post)}}, nil)
+		_, _, err := core.IncrementCounter(ctx, c, wire.IncrementCounterRequest{IncrementItem: wire.IncrementItem{CounterID: ptr("likes:" + post)}}, nil)
 		return err
 	}
 	if err := like(other, old, "p1"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("gina")})
+	resp, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("gina")})
 	// Its record lands within FIRESTORE_DEADLINE (10 s), every instance
 	// refuses within ERASURE_CHECK + FIRESTORE_DEADLINE (40 s) after, an
 	// increment admitted just before waits up to FIRESTORE_DEADLINE for a
@@ -50,17 +52,17 @@ func TestATokenOfBeforeAnErasureMakesNothing(t *testing.T) {
 		t.Errorf("a token issued after the erasure began: %v", err)
 	}
 	m.advance(10 * time.Second)
-	early, err := m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("gina"), PageToken: &resp.NextPageToken})
+	early, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("gina"), PageToken: &resp.NextPageToken})
 	if err != nil || early.Complete || early.Counters != 0 || early.RetryAfterSeconds != 30 || early.NextPageToken == "" {
 		t.Fatalf("a call sooner than told: %+v, %v; want nothing done, not complete, a wait of the 30 s left", early, err)
 	}
 	m.advance(30 * time.Second)
-	resp, err = m.EraseMember(ctx, admin, EraseMemberRequest{UID: ptr("gina"), PageToken: &early.NextPageToken})
+	resp, err = m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("gina"), PageToken: &early.NextPageToken})
 	if err != nil || !resp.Complete || resp.Counters != 2 {
 		t.Fatalf("the last pass: %+v, %v; want complete, p3 (an old token's like in between) and p5 (after it began) removed", resp, err)
 	}
 	for _, post := range []string{"p1", "p2", "p3", "p4", "p5"} {
-		got, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("likes:" + post), Consistency: ptr("strong")})
+		got, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: ptr("likes:" + post), Consistency: ptr("strong")})
 		if err != nil || got.Count != 0 {
 			t.Errorf("likes:%s after the erasure: %+v, %v", post, got, err)
 		}

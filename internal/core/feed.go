@@ -4,60 +4,20 @@ import (
 	"context"
 	"slices"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/wire"
 )
-
-// MaxCountersPerRead is the most counters one getCounters reads: a page
-// of a feed, the size feeds at scale are answered in.
-const MaxCountersPerRead = 200
 
 // feedReads is how many documents a token of the budget feed pays for.
 const feedReads = 20
 
-// GetCountersRequest is the input of getCounters: a page's counters, by
-// id, or as every kind of every key, key by key, each kind in the order
-// given ("likes:p1", "views:p1", "likes:p2", …).
-type GetCountersRequest struct {
-	CounterIDs Names `json:"counter_ids"`
-	Keys       Names `json:"keys"`
-	Kinds      Names `json:"kinds"`
-}
-
-// Names are the strings of one list of a request, decoded one at a time:
-// the one past MaxCountersPerRead is refused as soon as it is reached.
-type Names []string
-
-// UnmarshalJSONFrom decodes an array of strings, at most
-// MaxCountersPerRead.
-func (n *Names) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return decodeAtMost(dec, MaxCountersPerRead, "counter_ids, keys and kinds each", (*[]string)(n))
-}
-
-// CounterRow is one counter of a getCounters answer: as an eventual
-// getCounter answers it (the roll-up's count, as of as_of), with what its
-// mode tells the reader (modes.go); a row that failed has no count.
-type CounterRow struct {
-	CounterID string `json:"counter_id"`
-	Count     *int64 `json:"count,omitempty"`
-	AsOf      string `json:"as_of,omitempty"`
-	// Member tells a signed-in reader whether they are a member (of a
-	// counter of members), and Choice their choice ("": none).
-	Member *bool            `json:"member,omitempty"`
-	Choice *string          `json:"choice,omitzero"`
-	Counts map[string]int64 `json:"counts,omitempty"`
-	// Estimate: Count is a distinct counter's estimate.
-	Estimate bool `json:"estimate,omitempty"`
-}
-
 // CounterRead is one counter of getCounters: its row, or the error it
 // alone had (Row names the counter still).
 type CounterRead struct {
-	Row CounterRow
+	Row wire.CounterRow
 	Err error
 }
 
@@ -71,9 +31,9 @@ type CounterRead struct {
 // documents it may read: a counter not fresh in the cache is one, a
 // counter the reader could be a member of at most one; fresh counters and
 // readers of none cost none.
-func (core *Core) GetCounters(ctx context.Context, caller Caller, body GetCountersRequest) ([]CounterRead, error) {
+func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetCountersRequest) ([]CounterRead, error) {
 	ctx = ledger.WithLabel(ctx, "feed")
-	ids, err := body.counterIDs(core.cfg.Kinds)
+	ids, err := counterIDsOf(body, core.cfg.Kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +91,19 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body GetCounte
 
 // counterIDs are the ids a request names: its counter_ids, or each of its
 // kinds (declared ones) of each of its keys.
-func (r GetCountersRequest) counterIDs(kinds counter.Kinds) ([]string, error) {
+func counterIDsOf(r wire.GetCountersRequest, kinds counter.Kinds) ([]string, error) {
 	switch {
 	case r.CounterIDs != nil && (r.Keys != nil || r.Kinds != nil):
 		return nil, errs.Invalid("counter_ids", "goes without keys and kinds: name the counters one way")
 	case r.CounterIDs != nil:
 		if len(r.CounterIDs) == 0 {
-			return nil, errs.Invalid("counter_ids", "must hold 1 to %d counters", MaxCountersPerRead)
+			return nil, errs.Invalid("counter_ids", "must hold 1 to %d counters", wire.MaxCountersPerRead)
 		}
 		return r.CounterIDs, nil
 	case r.Keys == nil || r.Kinds == nil:
 		return nil, errs.Invalid("counter_ids", "is required, or keys and kinds (every kind of every key)")
-	case len(r.Keys) == 0 || len(r.Kinds) == 0 || len(r.Keys)*len(r.Kinds) > MaxCountersPerRead:
-		return nil, errs.Invalid("keys", "and kinds name %d × %d counters: 1 to %d in all", len(r.Keys), len(r.Kinds), MaxCountersPerRead)
+	case len(r.Keys) == 0 || len(r.Kinds) == 0 || len(r.Keys)*len(r.Kinds) > wire.MaxCountersPerRead:
+		return nil, errs.Invalid("keys", "and kinds name %d × %d counters: 1 to %d in all", len(r.Keys), len(r.Kinds), wire.MaxCountersPerRead)
 	}
 	for i, k := range r.Kinds {
 		if _, ok := kinds[k]; !ok {
@@ -167,7 +127,7 @@ func heldOf(c counter.Counter, held map[string]string) (*bool, *string) {
 }
 
 // rowOfMember tells a signed-in reader whether they are a member.
-func rowOfMember(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
+func rowOfMember(row *wire.CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
 	if signedIn {
 		row.Member, _ = heldOf(c, held)
 	}
@@ -175,16 +135,16 @@ func rowOfMember(row *CounterRow, c counter.Counter, held map[string]string, sig
 
 // rowOfChoice tells each choice's count, and a signed-in reader their
 // choice ("": none).
-func rowOfChoice(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
+func rowOfChoice(row *wire.CounterRow, c counter.Counter, held map[string]string, signedIn bool) {
 	row.Counts = byChoice(c.Choices, c.Counts)
 	if signedIn {
 		row.Member, row.Choice = heldOf(c, held)
 	}
 }
 
-func rowOfPlain(*CounterRow, counter.Counter, map[string]string, bool) {}
+func rowOfPlain(*wire.CounterRow, counter.Counter, map[string]string, bool) {}
 
 // rowOfEstimate says the count is an estimate.
-func rowOfEstimate(row *CounterRow, _ counter.Counter, _ map[string]string, _ bool) {
+func rowOfEstimate(row *wire.CounterRow, _ counter.Counter, _ map[string]string, _ bool) {
 	row.Estimate = true
 }

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // page is a feed's page: every kind of every key.
-func page(keys []string, kinds ...string) GetCountersRequest {
-	return GetCountersRequest{Keys: keys, Kinds: kinds}
+func page(keys []string, kinds ...string) wire.GetCountersRequest {
+	return wire.GetCountersRequest{Keys: keys, Kinds: kinds}
 }
 
 // rowsOf renders rows in a line each, for tables.
@@ -49,20 +50,20 @@ func rowsOf(rows []CounterRead) []string {
 func TestAPageOfCountersInOneCall(t *testing.T) {
 	m := newMemCore(t, map[string]string{"FEED_CACHE": "0s"})
 	ctx := context.Background()
-	inc := func(caller Caller, item IncrementItem) {
+	inc := func(caller Caller, item wire.IncrementItem) {
 		t.Helper()
-		if _, _, err := m.IncrementCounter(ctx, caller, IncrementCounterRequest{IncrementItem: item}, nil); err != nil {
+		if _, _, err := m.IncrementCounter(ctx, caller, wire.IncrementCounterRequest{IncrementItem: item}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	inc(user, IncrementItem{CounterID: ptr("likes:p1")})
-	inc(admin, IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")})
-	inc(user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love")})
-	inc(user, IncrementItem{CounterID: ptr("watchers:p1")})
-	inc(admin, IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](7)})
-	inc(admin, IncrementItem{CounterID: ptr("likes:p2"), Member: ptr("ben")})
-	inc(admin, IncrementItem{CounterID: ptr("views:gone")})
-	if _, err := m.DeleteCounter(ctx, admin, DeleteCounterRequest{CounterID: ptr("views:gone")}); err != nil {
+	inc(user, wire.IncrementItem{CounterID: ptr("likes:p1")})
+	inc(admin, wire.IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")})
+	inc(user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love")})
+	inc(user, wire.IncrementItem{CounterID: ptr("watchers:p1")})
+	inc(admin, wire.IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](7)})
+	inc(admin, wire.IncrementItem{CounterID: ptr("likes:p2"), Member: ptr("ben")})
+	inc(admin, wire.IncrementItem{CounterID: ptr("views:gone")})
+	if _, err := m.DeleteCounter(ctx, admin, wire.DeleteCounterRequest{CounterID: ptr("views:gone")}); err != nil {
 		t.Fatal(err)
 	}
 	// The roll-up has not run: strong reads are the truth the rows are
@@ -79,7 +80,7 @@ func TestAPageOfCountersInOneCall(t *testing.T) {
 	if got := rowsOf(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the page:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	rows, err = m.GetCounters(ctx, anonymous, GetCountersRequest{CounterIDs: []string{"views:gone", "nothing", "views:p9", "bad/id", "views:p1"}})
+	rows, err = m.GetCounters(ctx, anonymous, wire.GetCountersRequest{CounterIDs: []string{"views:gone", "nothing", "views:p9", "bad/id", "views:p1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +110,15 @@ func TestAPageIsBoundedAndNamedOneWay(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		body GetCountersRequest
+		body wire.GetCountersRequest
 		want string
 	}{
 		{"200 counters", page(keys(50), "likes", "views", "reactions", "watchers"), ""},
 		{"201 counters", page(keys(67), "likes", "views", "reactions"), "1 to 200"},
 		{"an unknown kind", page(keys(2), "likes", strings.Repeat("x", 5000)), "is not a kind"},
-		{"both ways", GetCountersRequest{CounterIDs: []string{"views:p1"}, Keys: keys(1), Kinds: []string{"views"}}, "goes without keys and kinds"},
-		{"neither", GetCountersRequest{}, "is required"},
-		{"no kinds", GetCountersRequest{Keys: keys(1)}, "is required"},
+		{"both ways", wire.GetCountersRequest{CounterIDs: []string{"views:p1"}, Keys: keys(1), Kinds: []string{"views"}}, "goes without keys and kinds"},
+		{"neither", wire.GetCountersRequest{}, "is required"},
+		{"no kinds", wire.GetCountersRequest{Keys: keys(1)}, "is required"},
 	} {
 		_, err := m.GetCounters(ctx, admin, tc.body)
 		switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/instruments"
 	"github.com/shardcount/shardcount/internal/windows"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // The fuzz targets drive the request decoding and validation of every HTTP
@@ -32,13 +33,13 @@ func FuzzCreateCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"followers_count":2500,"post_type":"protected"}`))
 	f.Add([]byte(`{"followers_count":9223372036854775807}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b CreateCounterRequest
+		var b wire.CreateCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
 			return
 		}
 		for _, maxShards := range []int{counter.MaxShards, 100} {
-			c, err := b.counterToCreate(maxShards)
+			c, err := counterToCreate(b, maxShards)
 			clientError(t, err)
 			if err == nil && (counter.ValidateID(c.ID) != nil || c.NumShards < counter.MinShards || c.NumShards > maxShards) {
 				t.Fatalf("accepted id %q with %d shards (at most %d)", c.ID, c.NumShards, maxShards)
@@ -60,13 +61,13 @@ func FuzzIncrementCounterRequest(f *testing.F) {
 			hk = nil
 		}
 		clientError(t, increment.ValidateKey("Idempotency-Key", hk))
-		var b IncrementCounterRequest
+		var b wire.IncrementCounterRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
 			return
 		}
 		for _, it := range append(b.Increments, b.IncrementItem) {
-			id, op, err := it.validate(hk)
+			id, op, err := validateItem(it, hk)
 			clientError(t, err)
 			if err == nil && (counter.ValidateID(id) != nil || counter.ValidateDelta(op.Delta) != nil || op.Key != "" && increment.ValidateKey("k", &op.Key) != nil) {
 				t.Fatalf("accepted id %q with %+v", id, op)
@@ -89,21 +90,21 @@ func FuzzGetCounterQuery(f *testing.F) {
 		if err != nil {
 			return // net/http answers 400 before the function runs
 		}
-		var b GetCounterRequest
+		var b wire.GetCounterRequest
 		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
 			clientError(t, err)
 			return
 		}
-		id, consistency, h, err := b.validate(windows.UTC, time.Now())
+		id, consistency, h, err := validateRead(b, windows.UTC, time.Now())
 		clientError(t, err)
 		if err == nil && (counter.ValidateID(id) != nil || consistency != "strong" && consistency != "eventual") {
 			t.Fatalf("accepted %q, %q", id, consistency)
 		}
-		if err == nil && h != nil && (len(h.starts) < 1 || len(h.starts) > windows.MaxBuckets) {
-			t.Fatalf("accepted a history of %d buckets", len(h.starts))
+		if err == nil && h != nil && (len(h.Starts) < 1 || len(h.Starts) > windows.MaxBuckets) {
+			t.Fatalf("accepted a history of %d buckets", len(h.Starts))
 		}
 		if err == nil && h != nil {
-			if first, last := h.starts[0].Year(), h.starts[len(h.starts)-1].Year(); first < 1 || last > 9999 {
+			if first, last := h.Starts[0].Year(), h.Starts[len(h.Starts)-1].Year(); first < 1 || last > 9999 {
 				t.Fatalf("accepted buckets from year %d to %d: Firestore has no such timestamps", first, last)
 			}
 		}
@@ -113,7 +114,7 @@ func FuzzGetCounterQuery(f *testing.F) {
 func FuzzReshardCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"counter_id":"post-1","num_shards":3}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b ReshardCounterRequest
+		var b wire.ReshardCounterRequest
 		clientError(t, httpapi.Unmarshal(body, &b))
 	})
 }
@@ -122,7 +123,7 @@ func FuzzResetCounterRequest(f *testing.F) {
 	f.Add([]byte(`{"counter_id":"post-1","count":3}`))
 	f.Add([]byte(`{"counter_id":"post-1","count":9007199254740992}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b ResetCounterRequest
+		var b wire.ResetCounterRequest
 		clientError(t, httpapi.Unmarshal(body, &b))
 	})
 }
@@ -135,7 +136,7 @@ func FuzzListCountersQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var b ListCountersRequest
+		var b wire.ListCountersRequest
 		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
 			clientError(t, err)
 			return
@@ -161,7 +162,7 @@ func FuzzTopCountersQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var b TopCountersRequest
+		var b wire.TopCountersRequest
 		clientError(t, httpapi.UnmarshalQuery(q, &b))
 	})
 }
@@ -170,12 +171,12 @@ func FuzzRecordInstrumentsRequest(f *testing.F) {
 	f.Add([]byte(`{"instruments":[{"symbol":"AAA","price":{"currency":"USD","micros":34790000},"exchange":"EXCHG1","instrumentType":"commonstock","timestamp":"2019-01-01T13:45:23.010Z"}]}`))
 	f.Add([]byte(`{"instruments":[{"symbol":"A","price":{"currency":"USD","micros":1},"exchange":"E","instrumentType":"t","timestamp":"0001-01-01T00:30:00+01:00"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b RecordInstrumentsRequest
+		var b wire.RecordInstrumentsRequest
 		if err := httpapi.Unmarshal(body, &b); err != nil {
 			clientError(t, err)
 			return
 		}
-		batch, err := b.batch()
+		batch, err := instruments.ValidateBatch(b.Instruments)
 		clientError(t, err)
 		for _, in := range batch {
 			if y := in.Timestamp.Year(); y < 1 || y > 9999 || in.Timestamp.Location() != time.UTC || in.Price.Micros < 0 {
@@ -193,12 +194,12 @@ func FuzzQueryInstrumentsQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var b QueryInstrumentsRequest
+		var b wire.QueryInstrumentsRequest
 		if err := httpapi.UnmarshalQuery(q, &b); err != nil {
 			clientError(t, err)
 			return
 		}
-		_, _, limit, _, err := b.validate()
+		_, _, limit, _, err := validateQuery(b)
 		clientError(t, err)
 		if err == nil && (limit < 1 || limit > instruments.MaxLimit) {
 			t.Fatalf("accepted limit %d", limit)

@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/groupcommit"
@@ -17,102 +14,15 @@ import (
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/ratelimit"
+	"github.com/shardcount/shardcount/internal/wire"
 )
-
-// IncrementItem is one increment: a delta (default 1) or an action_type
-// ("increment", "decrement"), and an optional idempotency key.
-type IncrementItem struct {
-	CounterID      *string `json:"counter_id"`
-	Delta          *int64  `json:"delta"`
-	ActionType     *string `json:"action_type"`
-	IdempotencyKey *string `json:"idempotency_key"`
-	// Member, from an admin on a unique counter: the user the increment
-	// adds (+1) or removes (−1), instead of the caller.
-	Member *string `json:"member"`
-	// Choice, on a choice counter: the caller's choice, in place of any
-	// other; "" removes it.
-	Choice *string `json:"choice"`
-	// erase marks eraseMember's items (never a client's): each plays last
-	// in its commit (increment.Op.Erase).
-	erase bool
-}
-
-// IncrementCounterRequest is the input of incrementCounter: one increment,
-// or several in Increments.
-type IncrementCounterRequest struct {
-	IncrementItem `json:",inline"`
-	Increments    Items `json:"increments"`
-}
-
-// Items are the increments of one request, decoded one at a time: the
-// item past MaxIncrementsPerRequest is refused as soon as it is reached,
-// before it is read.
-type Items []IncrementItem
-
-// UnmarshalJSONFrom decodes an array of increments, at most
-// MaxIncrementsPerRequest.
-func (it *Items) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return decodeAtMost(dec, MaxIncrementsPerRequest, "increments", (*[]IncrementItem)(it))
-}
-
-// decodeAtMost decodes a JSON array of at most most items into out (an
-// empty one too): the item past most is refused as soon as it is
-// reached, before it is read, so a list costs its bound at most.
-func decodeAtMost[T any](dec *jsontext.Decoder, most int, field string, out *[]T) error {
-	if dec.PeekKind() != '[' {
-		return json.SkipFunc // the decoder's own error, naming the field
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	items := []T{}
-	for dec.PeekKind() != ']' {
-		if len(items) == most {
-			return errs.Invalid(field, "must hold 1 to %d items, got more", most)
-		}
-		var item T
-		if err := json.UnmarshalDecode(dec, &item); err != nil {
-			return err
-		}
-		items = append(items, item)
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	*out = items
-	return nil
-}
-
-// IncrementCounterResponse answers one increment.
-type IncrementCounterResponse struct {
-	CounterID string `json:"counter_id"`
-	Delta     int64  `json:"delta"`
-	// Shard is the shard written; absent when none was (a unique
-	// counter's increment that changed nothing).
-	Shard *int `json:"shard,omitempty"`
-	// Replayed is true when the idempotency key had been used: nothing was
-	// applied and this is the first answer again.
-	Replayed bool `json:"replayed,omitempty"`
-	// Member and Changed answer an increment of a unique counter: whether
-	// the caller is a member now, and whether this request made it so.
-	Member  *bool `json:"member,omitempty"`
-	Changed *bool `json:"changed,omitempty"`
-	// Choice and Previous answer a choice counter's: the caller's choice
-	// now, and before ("": none).
-	Choice   *string `json:"choice,omitzero"`
-	Previous *string `json:"previous,omitzero"`
-}
 
 // Incremented is the outcome of one item of a list: its answer, or the
 // error it alone would have had.
 type Incremented struct {
-	Response *IncrementCounterResponse
+	Response *wire.IncrementCounterResponse
 	Err      error
 }
-
-// MaxIncrementsPerRequest is the most items one request's increments may
-// hold.
-const MaxIncrementsPerRequest = increment.MaxBatch
 
 // IncrementCounter applies one increment, body's own, or each item of
 // body.Increments; headerKey is the request's Idempotency-Key, when sent.
@@ -121,9 +31,9 @@ const MaxIncrementsPerRequest = increment.MaxBatch
 // commit (atomically, when they fit in one: up to GROUP_COMMIT_MAX_BATCH
 // items; a distinct counter's viewers the instance knows are counted
 // already answer without it), counters independently.
-func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body IncrementCounterRequest, headerKey *string) (*IncrementCounterResponse, []Incremented, error) {
+func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body wire.IncrementCounterRequest, headerKey *string) (*wire.IncrementCounterResponse, []Incremented, error) {
 	if body.Increments == nil {
-		out := core.increment(ctx, caller, []IncrementItem{body.IncrementItem}, headerKey, false)
+		out := core.increment(ctx, caller, []wire.IncrementItem{body.IncrementItem}, headerKey, oneItem)
 		return out[0].Response, nil, out[0].Err
 	}
 	switch {
@@ -131,11 +41,21 @@ func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body Incr
 		return nil, nil, errs.Invalid("increments", "cannot be combined with counter_id, delta, action_type, idempotency_key, member or choice: put them in the items")
 	case headerKey != nil:
 		return nil, nil, errs.Invalid("Idempotency-Key", "applies to a single increment; give each item of increments its idempotency_key")
-	case len(body.Increments) == 0 || len(body.Increments) > MaxIncrementsPerRequest:
-		return nil, nil, errs.Invalid("increments", "must hold 1 to %d items, got %d", MaxIncrementsPerRequest, len(body.Increments))
+	case len(body.Increments) == 0 || len(body.Increments) > wire.MaxIncrementsPerRequest:
+		return nil, nil, errs.Invalid("increments", "must hold 1 to %d items, got %d", wire.MaxIncrementsPerRequest, len(body.Increments))
 	}
-	return nil, core.increment(ctx, caller, body.Increments, nil, true), nil
+	return nil, core.increment(ctx, caller, body.Increments, nil, aList), nil
 }
+
+// source is where a request's items come from: what an item's error
+// names, and whether each plays last in its commit.
+type source int
+
+const (
+	oneItem   source = iota // a request's own increment
+	aList                   // a request's increments: an item's error names it
+	anErasure               // eraseMember's: each plays last in its commit (increment.Op.Erase)
+)
 
 // authorized is a counter as one request read it, and until when that
 // read may be used.
@@ -149,7 +69,8 @@ type authorized struct {
 // pays for a first use, is authorized on that counter, and is queued with
 // it; then each counter's items are committed together. In a list, an
 // item's error names it (increments[i].).
-func (core *Core) increment(ctx context.Context, caller Caller, items []IncrementItem, headerKey *string, list bool) []Incremented {
+func (core *Core) increment(ctx context.Context, caller Caller, items []wire.IncrementItem, headerKey *string, from source) []Incremented {
+	list := from != oneItem
 	out := make([]Incremented, len(items))
 	under := func(i int, err error) error {
 		if list {
@@ -162,7 +83,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 	var order []string
 	ops := make([]increment.Op, len(items))
 	for i, item := range items {
-		id, op, err := item.validate(headerKey)
+		id, op, err := validateItem(item, headerKey)
 		if err == nil && caller.OneUse && i > 0 {
 			err = &errs.Error{Code: errs.PermissionDenied, Field: "X-Firebase-AppCheck",
 				Message: "a limited-use App Check token pays for one increment (APP_CHECK_CONSUME): send each item with a token of its own"}
@@ -175,6 +96,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 			err = core.allow(ctx, caller, ratelimit.Increment, 1)
 		}
 		if err == nil {
+			op.Erase = from == anErasure
 			op, err = core.authorize(ctx, caller, id, op, item, read)
 		}
 		if err != nil {
@@ -232,7 +154,7 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []Incremen
 // caller's role, or +1 or −1 of the caller, an admin's for member, a
 // choice, a member added once), and only then pays for its first use. It
 // returns op, with its user and its counter.
-func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item IncrementItem, read map[string]authorized) (increment.Op, error) {
+func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item wire.IncrementItem, read map[string]authorized) (increment.Op, error) {
 	member := item.Member
 	if member != nil && !caller.Admin {
 		return op, &errs.Error{Code: errs.PermissionDenied, Field: "member", Message: "only admins (your app's backend) act for a member; an end user's increment counts themselves"}
@@ -245,7 +167,7 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		}
 		a = authorized{c: c, fresh: fresh}
 	}
-	op.User, op.Counter, op.Fresh, op.Erase = caller.User, a.c, a.fresh, item.erase
+	op.User, op.Counter, op.Fresh = caller.User, a.c, a.fresh
 	if err := modes[a.c.Mode].take(core, caller, a.c, &op, item); err != nil {
 		return op, err // before a first use is paid for: a choice it lacks creates nothing
 	}
@@ -258,9 +180,9 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 	return op, nil
 }
 
-// validate checks an increment on its own; headerKey is the request's
+// validateItem checks an increment on its own; headerKey is the request's
 // Idempotency-Key header, when sent.
-func (it IncrementItem) validate(headerKey *string) (string, increment.Op, error) {
+func validateItem(it wire.IncrementItem, headerKey *string) (string, increment.Op, error) {
 	var op increment.Op
 	id, err := requiredCounterID(it.CounterID)
 	if err != nil {
@@ -296,8 +218,8 @@ func (it IncrementItem) validate(headerKey *string) (string, increment.Op, error
 	return id, op, nil
 }
 
-func incrementResponse(c counter.Counter, r increment.Result) *IncrementCounterResponse {
-	resp := &IncrementCounterResponse{CounterID: c.ID, Delta: r.Delta, Replayed: r.Replayed}
+func incrementResponse(c counter.Counter, r increment.Result) *wire.IncrementCounterResponse {
+	resp := &wire.IncrementCounterResponse{CounterID: c.ID, Delta: r.Delta, Replayed: r.Replayed}
 	if r.Shard >= 0 {
 		resp.Shard = &r.Shard
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardcount/shardcount/internal/httpapi"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // TestItemsStopAtTheLimit: a list of increments is refused at its 501st
@@ -26,7 +27,7 @@ func TestItemsStopAtTheLimit(t *testing.T) {
 		{"an item's error names it", items(3, `,{"delta":"x"}`), 0, "increments[3].delta must be an integer"},
 		{"not a list", `{"increments":{}}`, 0, "increments must be an array"},
 	} {
-		var b IncrementCounterRequest
+		var b wire.IncrementCounterRequest
 		err := httpapi.Unmarshal([]byte(tc.body), &b)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):

@@ -18,6 +18,7 @@ import (
 	"github.com/shardcount/shardcount/internal/store/memberstore"
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/store/windowstore"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // The core's rules, table-tested over an in-memory Firestore: the real
@@ -109,37 +110,37 @@ func TestEachModeTakesItsOwnIncrements(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		caller Caller
-		item   IncrementItem
+		item   wire.IncrementItem
 		code   string
 	}{
-		{"a view", user, IncrementItem{CounterID: ptr("views:p1")}, ""},
-		{"a view taken back by a user", user, IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](-1)}, "PERMISSION_DENIED"},
-		{"a view taken back by an admin", admin, IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](-1)}, ""},
-		{"views beyond ±1 from a user", user, IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](5)}, "PERMISSION_DENIED"},
-		{"a member on a plain counter", admin, IncrementItem{CounterID: ptr("views:p1"), Member: ptr("ana")}, "INVALID_ARGUMENT"},
-		{"a choice on a plain counter", user, IncrementItem{CounterID: ptr("views:p1"), Choice: ptr("love")}, "INVALID_ARGUMENT"},
-		{"a like", user, IncrementItem{CounterID: ptr("likes:p1")}, ""},
-		{"an unlike", anonymous, IncrementItem{CounterID: ptr("likes:p1"), Delta: ptr[int64](-1)}, ""},
-		{"a like of 2", admin, IncrementItem{CounterID: ptr("likes:p1"), Delta: ptr[int64](2)}, "INVALID_ARGUMENT"},
-		{"a like for a member, by a user", user, IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")}, "PERMISSION_DENIED"},
-		{"a like for a member, by an admin", admin, IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")}, ""},
-		{"a like for no uid", admin, IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("a/b")}, "INVALID_ARGUMENT"},
-		{"a join", user, IncrementItem{CounterID: ptr("viewers:p1")}, ""},
-		{"a user leaves a join-only counter", user, IncrementItem{CounterID: ptr("viewers:p1"), Delta: ptr[int64](-1)}, "PERMISSION_DENIED"},
-		{"an admin removes a member of it", admin, IncrementItem{CounterID: ptr("viewers:p1"), Delta: ptr[int64](-1), Member: ptr("ana")}, ""},
-		{"a reaction", user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love")}, ""},
-		{"no reaction", user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("")}, ""},
-		{"a reaction not declared", user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("meh")}, "INVALID_ARGUMENT"},
-		{"a +1 with no choice", user, IncrementItem{CounterID: ptr("reactions:p1")}, "INVALID_ARGUMENT"},
-		{"a choice beside a delta", user, IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love"), Delta: ptr[int64](1)}, "INVALID_ARGUMENT"},
-		{"a -1 removes the reaction", user, IncrementItem{CounterID: ptr("reactions:p1"), Delta: ptr[int64](-1)}, ""},
-		{"a distinct view", user, IncrementItem{CounterID: ptr("watchers:p1")}, ""},
-		{"a distinct view taken back", admin, IncrementItem{CounterID: ptr("watchers:p1"), Delta: ptr[int64](-1)}, "INVALID_ARGUMENT"},
-		{"a distinct view for a member", admin, IncrementItem{CounterID: ptr("watchers:p1"), Member: ptr("cy")}, ""},
-		{"a choice on a distinct counter", user, IncrementItem{CounterID: ptr("watchers:p1"), Choice: ptr("love")}, "INVALID_ARGUMENT"},
-		{"a counter of no kind", user, IncrementItem{CounterID: ptr("nothing")}, "NOT_FOUND"},
+		{"a view", user, wire.IncrementItem{CounterID: ptr("views:p1")}, ""},
+		{"a view taken back by a user", user, wire.IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](-1)}, "PERMISSION_DENIED"},
+		{"a view taken back by an admin", admin, wire.IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](-1)}, ""},
+		{"views beyond ±1 from a user", user, wire.IncrementItem{CounterID: ptr("views:p1"), Delta: ptr[int64](5)}, "PERMISSION_DENIED"},
+		{"a member on a plain counter", admin, wire.IncrementItem{CounterID: ptr("views:p1"), Member: ptr("ana")}, "INVALID_ARGUMENT"},
+		{"a choice on a plain counter", user, wire.IncrementItem{CounterID: ptr("views:p1"), Choice: ptr("love")}, "INVALID_ARGUMENT"},
+		{"a like", user, wire.IncrementItem{CounterID: ptr("likes:p1")}, ""},
+		{"an unlike", anonymous, wire.IncrementItem{CounterID: ptr("likes:p1"), Delta: ptr[int64](-1)}, ""},
+		{"a like of 2", admin, wire.IncrementItem{CounterID: ptr("likes:p1"), Delta: ptr[int64](2)}, "INVALID_ARGUMENT"},
+		{"a like for a member, by a user", user, wire.IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")}, "PERMISSION_DENIED"},
+		{"a like for a member, by an admin", admin, wire.IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("ben")}, ""},
+		{"a like for no uid", admin, wire.IncrementItem{CounterID: ptr("likes:p1"), Member: ptr("a/b")}, "INVALID_ARGUMENT"},
+		{"a join", user, wire.IncrementItem{CounterID: ptr("viewers:p1")}, ""},
+		{"a user leaves a join-only counter", user, wire.IncrementItem{CounterID: ptr("viewers:p1"), Delta: ptr[int64](-1)}, "PERMISSION_DENIED"},
+		{"an admin removes a member of it", admin, wire.IncrementItem{CounterID: ptr("viewers:p1"), Delta: ptr[int64](-1), Member: ptr("ana")}, ""},
+		{"a reaction", user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love")}, ""},
+		{"no reaction", user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("")}, ""},
+		{"a reaction not declared", user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("meh")}, "INVALID_ARGUMENT"},
+		{"a +1 with no choice", user, wire.IncrementItem{CounterID: ptr("reactions:p1")}, "INVALID_ARGUMENT"},
+		{"a choice beside a delta", user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Choice: ptr("love"), Delta: ptr[int64](1)}, "INVALID_ARGUMENT"},
+		{"a -1 removes the reaction", user, wire.IncrementItem{CounterID: ptr("reactions:p1"), Delta: ptr[int64](-1)}, ""},
+		{"a distinct view", user, wire.IncrementItem{CounterID: ptr("watchers:p1")}, ""},
+		{"a distinct view taken back", admin, wire.IncrementItem{CounterID: ptr("watchers:p1"), Delta: ptr[int64](-1)}, "INVALID_ARGUMENT"},
+		{"a distinct view for a member", admin, wire.IncrementItem{CounterID: ptr("watchers:p1"), Member: ptr("cy")}, ""},
+		{"a choice on a distinct counter", user, wire.IncrementItem{CounterID: ptr("watchers:p1"), Choice: ptr("love")}, "INVALID_ARGUMENT"},
+		{"a counter of no kind", user, wire.IncrementItem{CounterID: ptr("nothing")}, "NOT_FOUND"},
 	} {
-		resp, _, err := m.IncrementCounter(ctx, tc.caller, IncrementCounterRequest{IncrementItem: tc.item}, nil)
+		resp, _, err := m.IncrementCounter(ctx, tc.caller, wire.IncrementCounterRequest{IncrementItem: tc.item}, nil)
 		if codeOf(err) != tc.code {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.code)
 			continue
@@ -157,18 +158,18 @@ func TestEachModeAnswersItsOwnFields(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		id   string
-		item IncrementItem
+		item wire.IncrementItem
 		// what the increment answers, and what a read tells its reader
 		member, choice, estimate, counts bool
 	}{
 		{id: "views:p2"},
 		{id: "likes:p2", member: true},
 		{id: "viewers:p2", member: true},
-		{id: "reactions:p2", item: IncrementItem{Choice: ptr("like")}, member: true, choice: true, counts: true},
+		{id: "reactions:p2", item: wire.IncrementItem{Choice: ptr("like")}, member: true, choice: true, counts: true},
 		{id: "watchers:p2", estimate: true},
 	} {
 		tc.item.CounterID = &tc.id
-		inc, _, err := m.IncrementCounter(ctx, user, IncrementCounterRequest{IncrementItem: tc.item}, nil)
+		inc, _, err := m.IncrementCounter(ctx, user, wire.IncrementCounterRequest{IncrementItem: tc.item}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.id, err)
 		}
@@ -176,7 +177,7 @@ func TestEachModeAnswersItsOwnFields(t *testing.T) {
 			t.Errorf("%s: the increment answered %+v", tc.id, inc)
 		}
 		for _, consistency := range []string{"eventual", "strong"} {
-			got, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: &tc.id, Consistency: &consistency})
+			got, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: &tc.id, Consistency: &consistency})
 			if err != nil {
 				t.Fatalf("%s, %s: %v", tc.id, consistency, err)
 			}
@@ -200,7 +201,7 @@ func TestModesRefuseWhatTheyCannotDo(t *testing.T) {
 	m := newMemCore(t, nil)
 	ctx := context.Background()
 	for _, id := range []string{"views:p3", "likes:p3", "watchers:p3"} {
-		if _, _, err := m.IncrementCounter(ctx, admin, IncrementCounterRequest{IncrementItem: IncrementItem{CounterID: ptr(id), Member: map[bool]*string{true: ptr("ana")}[id != "views:p3"]}}, nil); err != nil {
+		if _, _, err := m.IncrementCounter(ctx, admin, wire.IncrementCounterRequest{IncrementItem: wire.IncrementItem{CounterID: ptr(id), Member: map[bool]*string{true: ptr("ana")}[id != "views:p3"]}}, nil); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
@@ -210,39 +211,39 @@ func TestModesRefuseWhatTheyCannotDo(t *testing.T) {
 		code string
 	}{
 		{"a reset of a plain counter", func() error {
-			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("views:p3")})
+			_, err := m.ResetCounter(ctx, admin, wire.ResetCounterRequest{CounterID: ptr("views:p3")})
 			return err
 		}, ""},
 		{"a reset of a unique one", func() error {
-			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("likes:p3")})
+			_, err := m.ResetCounter(ctx, admin, wire.ResetCounterRequest{CounterID: ptr("likes:p3")})
 			return err
 		}, "INVALID_ARGUMENT"},
 		{"a reset of a distinct one", func() error {
-			_, err := m.ResetCounter(ctx, admin, ResetCounterRequest{CounterID: ptr("watchers:p3")})
+			_, err := m.ResetCounter(ctx, admin, wire.ResetCounterRequest{CounterID: ptr("watchers:p3")})
 			return err
 		}, "INVALID_ARGUMENT"},
 		{"a reshard of a distinct one", func() error {
-			_, err := m.ReshardCounter(ctx, admin, ReshardCounterRequest{CounterID: ptr("watchers:p3"), NumShards: ptr[int64](4)})
+			_, err := m.ReshardCounter(ctx, admin, wire.ReshardCounterRequest{CounterID: ptr("watchers:p3"), NumShards: ptr[int64](4)})
 			return err
 		}, "INVALID_ARGUMENT"},
 		{"members of a plain counter", func() error {
-			_, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("views:p3")})
+			_, err := m.ListMembers(ctx, admin, wire.ListMembersRequest{CounterID: ptr("views:p3")})
 			return err
 		}, "INVALID_ARGUMENT"},
 		{"members of a unique one", func() error {
-			_, err := m.ListMembers(ctx, admin, ListMembersRequest{CounterID: ptr("likes:p3")})
+			_, err := m.ListMembers(ctx, admin, wire.ListMembersRequest{CounterID: ptr("likes:p3")})
 			return err
 		}, ""},
 		{"a distinct counter's minutes", func() error {
-			_, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("watchers:p3"), History: ptr("minute")})
+			_, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: ptr("watchers:p3"), History: ptr("minute")})
 			return err
 		}, "INVALID_ARGUMENT"},
 		{"a distinct counter's last 7 days", func() error {
-			_, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("watchers:p3"), Window: ptr("last_7_days")})
+			_, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: ptr("watchers:p3"), Window: ptr("last_7_days")})
 			return err
 		}, ""},
 		{"a plain counter's last 7 days", func() error {
-			_, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("views:p3"), Window: ptr("last_7_days")})
+			_, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: ptr("views:p3"), Window: ptr("last_7_days")})
 			return err
 		}, "INVALID_ARGUMENT"},
 	} {
@@ -266,11 +267,11 @@ func TestNothingIsReadBeforeItIsPaid(t *testing.T) {
 		do   func(context.Context) error
 	}{
 		{"a read", func(ctx context.Context) error {
-			_, err := m.GetCounter(ctx, user, GetCounterRequest{CounterID: ptr("likes:p4")})
+			_, err := m.GetCounter(ctx, user, wire.GetCounterRequest{CounterID: ptr("likes:p4")})
 			return err
 		}},
 		{"a like", func(ctx context.Context) error {
-			_, _, err := m.IncrementCounter(ctx, user, IncrementCounterRequest{IncrementItem: IncrementItem{CounterID: ptr("likes:p4")}}, nil)
+			_, _, err := m.IncrementCounter(ctx, user, wire.IncrementCounterRequest{IncrementItem: wire.IncrementItem{CounterID: ptr("likes:p4")}}, nil)
 			return err
 		}},
 	} {

@@ -11,6 +11,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/windows"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // modeRules are what the core does differently for the counters of one
@@ -19,19 +20,19 @@ import (
 type modeRules struct {
 	// take checks op, sent with item by caller to counter c, and sets its
 	// user, choice and key as the mode counts them.
-	take func(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error
+	take func(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error
 	// answer adds what the mode tells of an increment's result r.
-	answer func(resp *IncrementCounterResponse, r increment.Result)
+	answer func(resp *wire.IncrementCounterResponse, r increment.Result)
 	// read adds what a read of counter c tells its reader.
-	read func(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *GetCounterResponse) error
+	read func(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *wire.GetCounterResponse) error
 	// perBucket is what history reads per bucket of counter id of kind
 	// (known before the counter is read, to spend the budget first), and
 	// history reads it.
-	perBucket func(kind counter.Kind, id string, h *historyRange) (int, error)
-	history   func(core *Core, ctx context.Context, c counter.Counter, h *historyRange, resp GetCounterResponse) (GetCounterResponse, error)
+	perBucket func(kind counter.Kind, id string, h *windows.History) (int, error)
+	history   func(core *Core, ctx context.Context, c counter.Counter, h *windows.History, resp wire.GetCounterResponse) (wire.GetCounterResponse, error)
 	// row adds what a page's row of counter c tells its reader (held: the
 	// counters the reader is a member of, with their choice).
-	row func(row *CounterRow, c counter.Counter, held map[string]string, signedIn bool)
+	row func(row *wire.CounterRow, c counter.Counter, held map[string]string, signedIn bool)
 	// members: the counters keep a member document a user counted
 	// (listMembers, a reader's state in getCounters).
 	members bool
@@ -46,7 +47,7 @@ var modes = [...]modeRules{
 }
 
 // addsDelta takes a delta within the caller's role (mayAdd), of the caller.
-func addsDelta(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error {
+func addsDelta(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error {
 	if err := noChoice(c, item); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func addsDelta(core *Core, caller Caller, c counter.Counter, op *increment.Op, i
 }
 
 // joinsOrLeaves takes +1 or −1 of the caller, or of member for an admin.
-func joinsOrLeaves(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error {
+func joinsOrLeaves(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error {
 	if err := noChoice(c, item); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func joinsOrLeaves(core *Core, caller Caller, c counter.Counter, op *increment.O
 }
 
 // joinsOnly is joinsOrLeaves, but an end user never leaves.
-func joinsOnly(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error {
+func joinsOnly(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error {
 	if err := noChoice(c, item); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func joinsOnly(core *Core, caller Caller, c counter.Counter, op *increment.Op, i
 
 // chooses takes the caller's choice (or member's for an admin): one of the
 // counter's choices, or "" (or a −1) to remove theirs.
-func chooses(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error {
+func chooses(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error {
 	switch {
 	case item.Choice == nil && op.Delta != -1:
 		return errs.Invalid("choice", "is required on %q: one of %s, or \"\" to remove yours", c.ID, strings.Join(c.Choices, ", "))
@@ -119,7 +120,7 @@ func seat(caller Caller, c counter.Counter, op *increment.Op, member *string) er
 // addsOnce takes +1 of the caller, or of member for an admin, to a
 // distinct counter. Its key is dropped: a member added again changes
 // nothing, so a retry needs none, and no record is written.
-func addsOnce(core *Core, caller Caller, c counter.Counter, op *increment.Op, item IncrementItem) error {
+func addsOnce(core *Core, caller Caller, c counter.Counter, op *increment.Op, item wire.IncrementItem) error {
 	if err := noChoice(c, item); err != nil {
 		return err
 	}
@@ -137,33 +138,33 @@ func addsOnce(core *Core, caller Caller, c counter.Counter, op *increment.Op, it
 }
 
 // noChoice refuses a choice sent to counter c, not a choice counter.
-func noChoice(c counter.Counter, item IncrementItem) error {
+func noChoice(c counter.Counter, item wire.IncrementItem) error {
 	if item.Choice != nil {
 		return errs.Invalid("choice", "goes with counters of a choice kind; %q has no choices", c.ID)
 	}
 	return nil
 }
 
-func tellsNothing(*IncrementCounterResponse, increment.Result) {}
+func tellsNothing(*wire.IncrementCounterResponse, increment.Result) {}
 
 // tellsMember answers whether the user is a member now, and whether the
 // increment made it so.
-func tellsMember(resp *IncrementCounterResponse, r increment.Result) {
+func tellsMember(resp *wire.IncrementCounterResponse, r increment.Result) {
 	resp.Member, resp.Changed = &r.Member, &r.Changed
 }
 
 // tellsChoice answers the member's choice now and before, too.
-func tellsChoice(resp *IncrementCounterResponse, r increment.Result) {
+func tellsChoice(resp *wire.IncrementCounterResponse, r increment.Result) {
 	tellsMember(resp, r)
 	resp.Choice, resp.Previous = &r.Choice, &r.Previous
 }
 
-func tellsNothingMore(*Core, context.Context, Caller, counter.Counter, *GetCounterResponse) error {
+func tellsNothingMore(*Core, context.Context, Caller, counter.Counter, *wire.GetCounterResponse) error {
 	return nil
 }
 
 // readsMember tells a signed-in reader whether they are a member.
-func readsMember(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *GetCounterResponse) error {
+func readsMember(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *wire.GetCounterResponse) error {
 	var err error
 	resp.Member, _, err = core.readerOf(ctx, caller, c.ID)
 	return err
@@ -171,7 +172,7 @@ func readsMember(core *Core, ctx context.Context, caller Caller, c counter.Count
 
 // readsChoice tells each choice's count, and a signed-in reader their
 // choice ("": none).
-func readsChoice(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *GetCounterResponse) error {
+func readsChoice(core *Core, ctx context.Context, caller Caller, c counter.Counter, resp *wire.GetCounterResponse) error {
 	var err error
 	resp.Counts = byChoice(c.Choices, c.Counts)
 	resp.Member, resp.Choice, err = core.readerOf(ctx, caller, c.ID)
@@ -179,7 +180,7 @@ func readsChoice(core *Core, ctx context.Context, caller Caller, c counter.Count
 }
 
 // tellsEstimate says the count is an estimate, and how close.
-func tellsEstimate(_ *Core, _ context.Context, _ Caller, _ counter.Counter, resp *GetCounterResponse) error {
+func tellsEstimate(_ *Core, _ context.Context, _ Caller, _ counter.Counter, resp *wire.GetCounterResponse) error {
 	resp.Estimate, resp.StandardError = true, distinct.StandardError
 	return nil
 }
@@ -199,8 +200,8 @@ func (core *Core) readerOf(ctx context.Context, caller Caller, id string) (*bool
 
 // aDocumentABucket: a bucket of history is one document, of any
 // granularity; a window of days is a distinct counter's.
-func aDocumentABucket(_ counter.Kind, _ string, h *historyRange) (int, error) {
-	if h.union != "" {
+func aDocumentABucket(_ counter.Kind, _ string, h *windows.History) (int, error) {
+	if h.Union != "" {
 		return 0, errs.Invalid("window", "goes with counters of a distinct kind; history sums any other's buckets")
 	}
 	return 1, nil
@@ -208,8 +209,8 @@ func aDocumentABucket(_ counter.Kind, _ string, h *historyRange) (int, error) {
 
 // aSketchAShard: a distinct counter's bucket is a sketch a shard, of its
 // hours and days only.
-func aSketchAShard(kind counter.Kind, id string, h *historyRange) (int, error) {
-	if h.g == windows.Minute {
+func aSketchAShard(kind counter.Kind, id string, h *windows.History) (int, error) {
+	if h.G == windows.Minute {
 		return 0, errs.Invalid("history", "of a distinct counter is by hour or day: its minutes keep no sketches")
 	}
 	return kind.Counter(id).NumShards, nil
@@ -217,34 +218,34 @@ func aSketchAShard(kind counter.Kind, id string, h *historyRange) (int, error) {
 
 // bucketHistory answers counter c's buckets, each the change of its count
 // (and of a choice counter's counts).
-func bucketHistory(core *Core, ctx context.Context, c counter.Counter, h *historyRange, resp GetCounterResponse) (GetCounterResponse, error) {
-	if h.union != "" {
-		return GetCounterResponse{}, errs.Invalid("window", "goes with counters of a distinct kind; %q is not one", c.ID)
+func bucketHistory(core *Core, ctx context.Context, c counter.Counter, h *windows.History, resp wire.GetCounterResponse) (wire.GetCounterResponse, error) {
+	if h.Union != "" {
+		return wire.GetCounterResponse{}, errs.Invalid("window", "goes with counters of a distinct kind; %q is not one", c.ID)
 	}
-	tallies, err := core.windows.History(ctx, c.ID, h.g, h.starts)
+	tallies, err := core.windows.History(ctx, c.ID, h.G, h.Starts)
 	return withHistory(c, h, resp, tallies, err)
 }
 
 // sketchHistory answers a distinct counter's history from the shards'
 // sketches of its buckets (each bucket's distinct members), or its window
 // (the distinct members of its days).
-func sketchHistory(core *Core, ctx context.Context, c counter.Counter, h *historyRange, resp GetCounterResponse) (GetCounterResponse, error) {
-	tallies, union, err := core.windows.DistinctHistory(ctx, c.ID, h.g, h.starts)
-	if err == nil && h.union != "" {
-		resp.Count, resp.Window, resp.From = union, h.union, h.starts[0].Format(time.RFC3339)
+func sketchHistory(core *Core, ctx context.Context, c counter.Counter, h *windows.History, resp wire.GetCounterResponse) (wire.GetCounterResponse, error) {
+	tallies, union, err := core.windows.DistinctHistory(ctx, c.ID, h.G, h.Starts)
+	if err == nil && h.Union != "" {
+		resp.Count, resp.Window, resp.From = union, h.Union, h.Starts[0].Format(time.RFC3339)
 		return resp, nil
 	}
 	return withHistory(c, h, resp, tallies, err)
 }
 
 // withHistory is resp with a point a bucket of h.
-func withHistory(c counter.Counter, h *historyRange, resp GetCounterResponse, tallies []windows.Tally, err error) (GetCounterResponse, error) {
+func withHistory(c counter.Counter, h *windows.History, resp wire.GetCounterResponse, tallies []windows.Tally, err error) (wire.GetCounterResponse, error) {
 	if err != nil {
-		return GetCounterResponse{}, err
+		return wire.GetCounterResponse{}, err
 	}
-	resp.History = make([]HistoryPoint, len(tallies))
+	resp.History = make([]wire.HistoryPoint, len(tallies))
 	for i, t := range tallies {
-		resp.History[i] = HistoryPoint{Start: h.starts[i].Format(time.RFC3339), Count: t.Count, Counts: byChoice(c.Choices, t.Counts)}
+		resp.History[i] = wire.HistoryPoint{Start: h.Starts[i].Format(time.RFC3339), Count: t.Count, Counts: byChoice(c.Choices, t.Counts)}
 	}
 	return resp, nil
 }

@@ -75,7 +75,7 @@ type Record struct {
 }
 
 // MaxBatch is the most ops one shared commit's batch holds: a request's
-// list of increments (core.MaxIncrementsPerRequest), each split in halves
+// list of increments (wire.MaxIncrementsPerRequest), each split in halves
 // while it keeps losing races (SplitByUser).
 const MaxBatch = 500
 

@@ -58,6 +58,23 @@ type PriceInput struct {
 	Micros   *int64  `json:"micros"`
 }
 
+// ValidateBatch checks a request's instruments: 1 to MaxBatch, each
+// valid.
+func ValidateBatch(ins []Input) ([]Instrument, error) {
+	if n := len(ins); n < 1 || n > MaxBatch {
+		return nil, errs.Invalid("instruments", "must hold 1 to %d instruments, got %d", MaxBatch, n)
+	}
+	out := make([]Instrument, len(ins))
+	for i, in := range ins {
+		v, err := in.Validate(i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // Validate checks in, the i-th instrument of a request, and returns it.
 // Firestore keeps microseconds, so the timestamp is cut to them here and
 // what is stored is what queries return.

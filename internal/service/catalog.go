@@ -22,6 +22,7 @@ import (
 	"github.com/shardcount/shardcount/internal/core"
 	"github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/reconcile"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // Kind is how a function is triggered.
@@ -119,10 +120,10 @@ const (
 // Catalog lists every function, in deployment order.
 var Catalog = []Spec{
 	{Name: "createCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).CreateCounter, http.StatusCreated)},
-	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: endpoint{handle: incrementCounter, in: reflect.TypeFor[core.IncrementCounterRequest](),
-		out: []reflect.Type{reflect.TypeFor[core.IncrementCounterResponse](), reflect.TypeFor[IncrementListResponse]()}}},
+	{Name: "incrementCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: largeBody, http: endpoint{handle: incrementCounter, in: reflect.TypeFor[wire.IncrementCounterRequest](),
+		out: []reflect.Type{reflect.TypeFor[wire.IncrementCounterResponse](), reflect.TypeFor[IncrementListResponse]()}}},
 	{Name: "getCounters", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: endpoint{handle: getCounters,
-		in: reflect.TypeFor[core.GetCountersRequest](), out: []reflect.Type{reflect.TypeFor[GetCountersResponse]()}}},
+		in: reflect.TypeFor[wire.GetCountersRequest](), out: []reflect.Type{reflect.TypeFor[GetCountersResponse]()}}},
 	{Name: "getCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodGet, MaxBody: smallBody, http: call((*core.Core).GetCounter, http.StatusOK)},
 	{Name: "reshardCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ReshardCounter, http.StatusOK)},
 	{Name: "resetCounter", Group: Counters, Kind: HTTPTrigger, Access: Public, Method: http.MethodPost, MaxBody: smallBody, http: call((*core.Core).ResetCounter, http.StatusOK)},

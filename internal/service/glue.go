@@ -11,6 +11,7 @@ import (
 	"github.com/shardcount/shardcount/internal/increment"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/reconcile"
+	"github.com/shardcount/shardcount/internal/wire"
 )
 
 // The glue of the functions: decode a request into the input of its core
@@ -59,14 +60,14 @@ type IncrementListResponse struct {
 // status the item alone would have had) and its answer or error.
 type IncrementItemResult struct {
 	Status int `json:"status"`
-	*core.IncrementCounterResponse
+	*wire.IncrementCounterResponse
 	Error *httpapi.ErrorDetail `json:"error,omitempty"`
 }
 
 // incrementCounter takes the Idempotency-Key header, and answers a list
 // with a status per item; a replay says so in a header.
 func incrementCounter(a *app, ctx context.Context, req *httpapi.Request) (int, any, error) {
-	var body core.IncrementCounterRequest
+	var body wire.IncrementCounterRequest
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}
@@ -106,14 +107,14 @@ type GetCountersResponse struct {
 // CounterRowResult is one counter's row, or the error it alone had (then
 // without a count).
 type CounterRowResult struct {
-	core.CounterRow
+	wire.CounterRow
 	Error *httpapi.ErrorDetail `json:"error,omitempty"`
 }
 
 // getCounters answers a row per counter; a row's internal error is logged
 // (and hidden, as any).
 func getCounters(a *app, ctx context.Context, req *httpapi.Request) (int, any, error) {
-	var body core.GetCountersRequest
+	var body wire.GetCountersRequest
 	if err := req.Decode(&body); err != nil {
 		return 0, nil, err
 	}

@@ -17,7 +17,7 @@ func TestAnErasureBesideTheUsersOwnLikeLeavesNoMembership(t *testing.T) {
 	// since it began skipped it, and it answered complete with u0 still a
 	// member (increment.Plan plays an erasure last). The like came two
 	// minutes before: the last pass goes over memberships from a minute
-	// before the erasure began (eraseSlack).
+	// before the erasure began (erasure.Slack).
 	scripted(t, 1, map[string]string{"GROUP_COMMIT_MAX_WAIT": "50ms"}, func(w *world) time.Time {
 		w.at(w.ms(0), func() { w.createOn(0, "c", true) })
 		w.at(w.ms(100), func() { w.like("c", 0, "u0", "", 1) })
