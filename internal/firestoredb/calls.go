@@ -3,6 +3,7 @@ package firestoredb
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -171,13 +172,25 @@ func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64
 		return 0, time.Time{}, err
 	}
 	n, err := integer(result["n"])
+	db.countScanned(ctx, n)
 	return n, readTime, err
 }
 
 // CountOf returns how many documents query q holds at read time at
 // (zero: now): one aggregation.
 func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int64, error) {
-	return db.aggregateQuery(ctx, q, countAgg(), at)
+	n, err := db.aggregateQuery(ctx, q, countAgg(), at)
+	db.countScanned(ctx, n)
+	return n, err
+}
+
+// countScanned books the reads past the first that a count of n
+// documents is billed: one per 1,000 index entries scanned. (A sum is
+// over a counter's shards or a window's buckets, 1,000 at most: one.)
+func (db *DB) countScanned(ctx context.Context, n int64) {
+	if n > 1000 {
+		db.read(ctx, int(min((n-1)/1000, math.MaxInt32)))
+	}
 }
 
 // SumOf returns the SUM of an integer field over the documents of query q,

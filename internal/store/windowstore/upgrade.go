@@ -6,6 +6,7 @@ import (
 	"time"
 
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -41,7 +42,9 @@ const holdsOldFor = time.Minute
 // holdsOld reports whether the bucket of g starting at start holds
 // buckets of the version before carries, at read time at: two count
 // aggregations (a read per 1,000 buckets each), at most once a minute,
-// until a bucket of g holds buckets and none of them.
+// until a bucket of g holds buckets and none of them. They are the
+// instance's reads, as the erasure gate's are: no ranking's budget pays
+// for a busy hour's million buckets.
 func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) (bool, error) {
 	s.upgraded.mu.Lock()
 	since, clean := s.upgraded.since[g]
@@ -53,6 +56,7 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	case l.start.Equal(start) && at.Before(l.until):
 		return l.old, nil
 	}
+	ctx, _ = ledger.New(ledger.WithLabel(ctx, "upgrade"), true)
 	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), at)
 	if err != nil {
 		return false, fs.Classify(err, "count a window's buckets")
