@@ -22,14 +22,15 @@ import (
 // tokens of an erased user issued before. A token issued after works: an
 // erasure is not a ban.
 //
-// One look at a time per instance, whoever it serves. Once what an
-// instance knows is ERASURE_CHECK old, the next request looks, and those
-// that come while it does are answered from what it knew, a look's
-// deadline older at most: a slow read holds nobody. Past that (a cold
-// instance, or one idle longer), requests wait for the one look under
-// way, and are refused (503) when it fails: so a crowd of requests on a
-// cold instance costs one read, not one each, and no caller's budget
-// needs to pay for it.
+// No request waits for another's look. Once what an instance knows is
+// ERASURE_CHECK old, the next request looks, and those that come while
+// it does are answered from what it knew, a look's deadline older at
+// most; past that, each request looks for itself. So one slow read never
+// holds a crowd of requests that it then lets go at once, to race into
+// one commit batch in an order the simulation cannot replay (a crowd
+// that waited for a cold instance's one look broke TestSeedsReplay in 300
+// seeds). What that costs is bounded: on a cold instance, or one idle
+// past the bound, a read for each request that comes before a look ends.
 
 // TokenLife is how long an ID token may be taken: Firebase's hour, and
 // the five minutes of clock skew the Admin SDK allows.
@@ -46,26 +47,19 @@ type Since func(ctx context.Context, since time.Time) (map[string]time.Time, err
 type Gate struct {
 	check, deadline time.Duration
 	now             func() time.Time
-	since           Since
+	read            Since
 
 	mu       sync.Mutex
 	began    map[string]time.Time // by uid
-	lookedAt time.Time            // when the latest look that succeeded began (zero: never)
-	look     *look                // the look under way (nil: none)
-}
-
-// look is one read of the erasures recorded since a time, which requests
-// may wait for: err is set before done is closed.
-type look struct {
-	done chan struct{}
-	err  error
+	lookedAt time.Time            // when the latest look that ended began (zero: never)
+	looking  bool                 // a look is under way for requests that found lookedAt check old
 }
 
 // NewGate returns the gate of an instance that looks every check
 // (ERASURE_CHECK), each look with read under deadline
 // (FIRESTORE_DEADLINE).
 func NewGate(check, deadline time.Duration, now func() time.Time, read Since) *Gate {
-	return &Gate{check: check, deadline: deadline, now: now, since: read}
+	return &Gate{check: check, deadline: deadline, now: now, read: read}
 }
 
 // Bound is how old, at most, what an instance knows of erasures is when
@@ -77,68 +71,50 @@ func (g *Gate) Bound() time.Duration {
 
 // Began is when uid's erasure began, within a token's life (zero: none),
 // as this instance knows it from a look begun at most Bound ago (check,
-// when no look is under way). The look is the instance's own read, one at
-// a time, no caller's budget pays for it: one a check while requests
-// come, with a read per erasure recorded since the last (within a token's
-// life). When what it knows is older than Bound, the request waits for
-// the look, and is refused (503) if it fails: the gate fails closed.
+// when no look is under way). The look is the instance's own read, no
+// caller's budget pays for it: one a check while requests come, with a
+// read per erasure recorded since the last (within a token's life), but
+// on a cold instance, or after Bound without requests, where each request
+// that comes before a look ended looks for itself. When one that must
+// look cannot, it is refused (503): the gate fails closed.
 func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 	g.mu.Lock()
 	now := g.now()
 	age := now.Sub(g.lookedAt)
-	current := !g.lookedAt.IsZero() && age < g.Bound()
-	if current && (age < g.check || g.look != nil) {
+	known := !g.lookedAt.IsZero()
+	switch {
+	case known && age < g.check, known && age < g.Bound() && g.looking:
 		began := g.began[uid]
 		g.mu.Unlock()
 		return began, nil
 	}
-	l := g.look
-	if l == nil {
-		l = &look{done: make(chan struct{})}
-		g.look = l
-		go g.read(ctx, now, l) // for this request and any that come meanwhile
+	shared := known && age < g.Bound() // this look is the one the others wait out
+	if shared {
+		g.looking = true
 	}
-	g.mu.Unlock()
-	return g.knownOnceDone(ctx, uid, l, current)
-}
-
-// knownOnceDone is when uid's erasure began once look l ended; on its
-// failure, what was known when fallback (it is still within Bound), or a
-// refusal (503).
-func (g *Gate) knownOnceDone(ctx context.Context, uid string, l *look, fallback bool) (time.Time, error) {
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return time.Time{}, errs.Retryable(ctx.Err(), time.Second, "cannot check the account's erasures right now; retry")
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if l.err != nil && !fallback {
-		return time.Time{}, errs.Retryable(l.err, time.Second, "cannot check the account's erasures right now; retry")
-	}
-	return g.began[uid], nil
-}
-
-// read is look l, begun at now: the erasures recorded since the last
-// look (a little before, for a record committed while it ran, or written
-// by a clock behind; none older than a token's life), under the gate's
-// deadline and no caller's cancellation, since others may count on it.
-func (g *Gate) read(ctx context.Context, now time.Time, l *look) {
-	g.mu.Lock()
 	since := now.Add(-TokenLife)
-	if last := g.lookedAt.Add(-Slack); !g.lookedAt.IsZero() && last.After(since) {
-		since = last
+	if known {
+		// A record committed while the last look ran, or written by a
+		// clock behind; none older than a token's life.
+		if last := g.lookedAt.Add(-Slack); last.After(since) {
+			since = last
+		}
 	}
 	g.mu.Unlock()
+	// Others count on a shared look: a caller that gives up does not end it.
 	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.deadline)
 	defer cancel()
-	found, err := g.since(lookCtx, since)
+	found, err := g.read(lookCtx, since)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	defer close(l.done)
-	g.look, l.err = nil, err
+	if shared {
+		g.looking = false
+	}
 	if err != nil {
-		return
+		if shared {
+			return g.began[uid], nil // what it knew is within Bound still
+		}
+		return time.Time{}, errs.Retryable(err, time.Second, "cannot check the account's erasures right now; retry")
 	}
 	if now.After(g.lookedAt) {
 		g.lookedAt = now
@@ -151,6 +127,7 @@ func (g *Gate) read(ctx context.Context, now time.Time, l *look) {
 			delete(g.began, u) // no token issued before it lives on
 		}
 	}
+	return g.began[uid], nil
 }
 
 // Note remembers that uid's erasure began at began: this instance's own.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -29,12 +28,12 @@ func (l *looks) read(ctx context.Context, since time.Time) (map[string]time.Time
 	return l.found, l.fail
 }
 
-// TestTheGateLooksOncePerCheck: within ERASURE_CHECK a gate answers from
-// what it knows; past it, one request looks and those that come meanwhile
-// answer from what it knew, without a read of their own; past the bound
-// a look that fails refuses (503). An erasure older than a token's life
-// is forgotten.
-func TestTheGateLooksOncePerCheck(t *testing.T) {
+// TestTheGateLooksOncePerCheckAndNeverMakesARequestWait: within
+// ERASURE_CHECK a gate answers from what it knows; past it, one request
+// looks and those that come meanwhile answer from what it knew, without
+// a read of their own; past the bound each looks, and a look that fails
+// then refuses (503). An erasure older than a token's life is forgotten.
+func TestTheGateLooksOncePerCheckAndNeverMakesARequestWait(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	l := &looks{found: map[string]time.Time{"ann": now.Add(-time.Minute)}}
@@ -76,46 +75,5 @@ func TestTheGateLooksOncePerCheck(t *testing.T) {
 	now = now.Add(TokenLife)
 	if b, err := g.Began(ctx, "ann"); err != nil || !b.IsZero() {
 		t.Errorf("a token's life after: %v, %v; want forgotten", b, err)
-	}
-}
-
-// TestACrowdOnAColdGateCostsOneRead: requests that come together to a
-// cold instance (or one idle past the bound) wait for one look, not one
-// each, since no caller's budget pays for it; when it fails, each is
-// refused (503), never admitted unchecked.
-func TestACrowdOnAColdGateCostsOneRead(t *testing.T) {
-	synctest.Test(t, testACrowdOnAColdGate)
-}
-
-func testACrowdOnAColdGate(t *testing.T) {
-	ctx := context.Background()
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	for _, fail := range []error{nil, errors.New("unavailable")} {
-		l := &looks{found: map[string]time.Time{"ann": now.Add(-time.Minute)}, fail: fail,
-			hold: make(chan struct{}), inside: make(chan struct{}, 10)}
-		g := NewGate(30*time.Second, 10*time.Second, func() time.Time { return now }, l.read)
-		const crowd = 5
-		answers := make(chan error, crowd)
-		for range crowd {
-			go func() {
-				b, err := g.Began(ctx, "ann")
-				if err == nil && b.IsZero() {
-					err = errors.New("ann's erasure unknown")
-				}
-				answers <- err
-			}()
-		}
-		<-l.inside
-		synctest.Wait() // the whole crowd is at the gate
-		close(l.hold)
-		for range crowd {
-			err := <-answers
-			if fail == nil && err != nil || fail != nil && !errs.Is(err, errs.Unavailable) {
-				t.Errorf("a request of the crowd (the look failing: %v): %v", fail != nil, err)
-			}
-		}
-		if l.calls != 1 {
-			t.Errorf("%d reads for a crowd of %d; want one", l.calls, crowd)
-		}
 	}
 }
