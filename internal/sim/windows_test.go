@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -110,13 +112,40 @@ func (w *world) checkBuckets(id string) {
 }
 
 // rankings asks, once the schedule is quiet, for the ranking of the
-// current hour and of the last hour and day (rolling), and checks each
-// against the buckets.
+// current hour and of the last hour and day (rolling), of every counter,
+// and with kinds of one kind's and one choice's, and checks each against
+// the buckets.
 func (w *world) rankings(n int) {
-	for _, window := range []string{"hour", windows.LastHour.Name, windows.LastDay.Name} {
-		o := w.newOp("topCounters", "", n)
-		w.send(o, http.MethodGet, "limit=5&window="+window, func() { w.checkRanking(o, window) })
+	filters := []rankingFilter{{}}
+	if w.cfg.kinds {
+		filters = append(filters, rankingFilter{kind: "likes"}, rankingFilter{kind: "reactions", choice: reactionChoices[n%len(reactionChoices)]})
 	}
+	for _, f := range filters {
+		for _, window := range []string{"hour", windows.LastHour.Name, windows.LastDay.Name} {
+			o := w.newOp("topCounters", "", n)
+			w.send(o, http.MethodGet, "limit=5&window="+window+f.query(), func() { w.checkRanking(o, window, f) })
+		}
+	}
+}
+
+// rankingFilter is what a ranking is of: every counter, one kind's (by
+// count), or one choice's of a choice kind.
+type rankingFilter struct{ kind, choice string }
+
+func (f rankingFilter) query() string {
+	q := ""
+	if f.kind != "" {
+		q += "&kind=" + f.kind
+	}
+	if f.choice != "" {
+		q += "&choice=" + f.choice
+	}
+	return q
+}
+
+// keeps says whether a counter's bucket b is of f's kind.
+func (f rankingFilter) keeps(b *pb.Document) bool {
+	return f.kind == "" || field(b, "kind").GetStringValue() == f.kind
 }
 
 // ranked is one counter of a ranking, as answered.
@@ -136,8 +165,9 @@ type ranked struct {
 // buckets; one of a rolling window that says it is exact is the top of
 // the window's minutes (hours), of the counters its hour (day) buckets
 // rank. One that is not exact is counted, and must be a prefix of that
-// top.
-func (w *world) checkRanking(o *op, window string) {
+// top. Of a choice, the buckets are the choice's; of a kind, its
+// counters'.
+func (w *world) checkRanking(o *op, window string, f rankingFilter) {
 	if !o.ok() {
 		w.problem("%s failed while everything was quiet", o)
 		return
@@ -147,6 +177,7 @@ func (w *world) checkRanking(o *op, window string) {
 	if !rolling { // the current hour: its own buckets, listed and summed
 		r = windows.Rolling{Sum: windows.Hour, List: windows.Hour}
 	}
+	r = r.Of(f.choice)
 	from, listed := w.cal.Start(r.Sum, now), []time.Time{w.cal.Start(r.List, now)}
 	if rolling {
 		from, listed = r.From(now), append(listed, w.cal.Start(r.List, r.From(now)))
@@ -155,7 +186,7 @@ func (w *world) checkRanking(o *op, window string) {
 	for _, id := range w.ids() {
 		for _, b := range w.under(id, "windows", time.Time{}) {
 			start := field(b, "start").GetTimestampValue().AsTime()
-			if field(b, "granularity").GetStringValue() == string(r.List) && slices.ContainsFunc(listed, start.Equal) && field(b, "ranked").GetBooleanValue() {
+			if field(b, "granularity").GetStringValue() == string(r.List) && slices.ContainsFunc(listed, start.Equal) && field(b, "ranked").GetBooleanValue() && f.keeps(b) {
 				rankedIDs[id] = true
 			}
 		}
