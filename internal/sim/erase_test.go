@@ -178,35 +178,42 @@ func (w *world) refusedByErasure(o *op) bool {
 // then, or the end), the user is a member of no live counter through a
 // membership from before the erasure or made with a token issued before
 // it (one of a counter deleted meanwhile is skipped: its purge removes
-// it): every member document of theirs was created after they made a
-// request with a token issued since the erasure began (none if they made
-// none).
+// it): every member document of theirs was created while a request of
+// theirs on that counter, with a token issued since the erasure began,
+// may have committed.
 func (w *world) checkErased(e *erasure, done time.Time) {
-	began := e.began()
-	// The first request made with a token issued since: a user signs in
-	// again only when refused, which only an erasure does, and is erased
-	// once.
-	fresh := time.Time{}
-	for _, o := range w.ops {
-		if o.user == e.user && o.issued.After(w.epoch) && (fresh.IsZero() || o.start.Before(fresh)) {
-			fresh = o.start
-		}
-	}
 	suffix := "/members/" + e.user
 	for _, d := range w.model.Documents(root+"counters", w.fs(done)) {
 		name := d.GetName()
 		if !strings.HasSuffix(name, suffix) || strings.Count(strings.TrimPrefix(name, root), "/") != 3 {
 			continue
 		}
-		if id, _, _ := counterOf(name); !isLive(w.counterDoc(id, w.fs(done))) {
+		id, _, _ := counterOf(name)
+		if !isLive(w.counterDoc(id, w.fs(done))) {
 			continue // of a counter deleted meanwhile: skipped, its purge removes it
 		}
-		created := w.createdAt(name, done)
-		if fresh.IsZero() || created.Before(fresh) {
-			w.problem("%s answered complete; at %s %s is a member, since %s, of a like made before any token issued since the erasure began at %s (%s)",
-				e.complete, w.rel(done), e.user, w.rel(created), w.rel(began), strings.TrimPrefix(name, root))
+		if created := w.createdAt(name, done); !w.madeSince(e, id, created, done) {
+			w.problem("%s answered complete; at %s %s is a member of %s, since %s, which no request of theirs with a token issued since the erasure began at %s made",
+				e.complete, w.rel(done), e.user, id, w.rel(created), w.rel(e.began()))
 		}
 	}
+}
+
+// madeSince says whether a membership of e's user of counter id, created
+// at created, may be one of their requests' on id with a token issued
+// since the erasure began (a user signs in again only when refused, which
+// only an erasure does, and is erased once): one that may have committed
+// then.
+func (w *world) madeSince(e *erasure, id string, created, done time.Time) bool {
+	for _, o := range w.ops {
+		if o.user != e.user || !o.issued.After(w.epoch) || o.counter != id || o.fn != "incrementCounter" {
+			continue
+		}
+		if from, until := o.window(done); !created.Before(from) && !created.After(until) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkErasures: at the end, the erasures that answered complete hold as
