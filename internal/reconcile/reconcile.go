@@ -97,12 +97,17 @@ type Reconciler struct {
 	cfg    config.Config
 	store  Store
 	roller *rollup.Roller
+	now    func() time.Time
 }
 
-// New returns the reconciler of cfg over store.
-func New(cfg config.Config, store Store) *Reconciler {
-	return &Reconciler{cfg: cfg, store: store, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, Kinds: cfg.Kinds, AutoSharding: rollup.AutoSharding{
-		Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})}
+// New returns the reconciler of cfg over store, on the instance's clock
+// now (nil: time.Now).
+func New(cfg config.Config, store Store, now func() time.Time) *Reconciler {
+	if now == nil {
+		now = time.Now
+	}
+	return &Reconciler{cfg: cfg, store: store, now: now, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, Kinds: cfg.Kinds, Now: now,
+		AutoSharding: rollup.AutoSharding{Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})}
 }
 
 // Include returns once counter e.CounterID's roll-up includes the shard
@@ -191,10 +196,10 @@ func (a *Reconciler) reconcileActive(ctx context.Context) (ReconcileResponse, er
 	// Markers may lie on every shard value ACTIVITY_SHARDS ever allowed:
 	// a lowered setting leaves those above it, which the runs read too.
 	cur.ActiveShards = max(cur.ActiveShards, a.cfg.ActivityShards)
-	now := time.Now()
+	now := a.now()
 	resp := ReconcileResponse{Mode: "active"}
 	var mu sync.Mutex
-	run := activity.Run{Source: boundedSource{a, cur.ActiveShards}, Page: sweepPage, Concurrency: sweepConcurrency, Now: time.Now,
+	run := activity.Run{Source: boundedSource{a, cur.ActiveShards}, Page: sweepPage, Concurrency: sweepConcurrency, Now: a.now,
 		Heal: func(ctx context.Context, id string) (time.Time, error) {
 			ctx, cancel := a.call(ctx)
 			defer cancel()
@@ -271,7 +276,7 @@ func (b boundedSource) Mark(ctx context.Context, id string, at time.Time) error 
 // sweep is the full audit ({"full": true}): every counter, in id order,
 // from where the last full run stopped.
 func (a *Reconciler) sweep(ctx context.Context) (ReconcileResponse, error) {
-	stop := time.Now().Add(a.cfg.ReconcileBudget)
+	stop := a.now().Add(a.cfg.ReconcileBudget)
 	cctx, cancel := a.call(ctx)
 	cur, err := a.store.LoadReconcileCursor(cctx)
 	cancel()
@@ -279,10 +284,10 @@ func (a *Reconciler) sweep(ctx context.Context) (ReconcileResponse, error) {
 		return ReconcileResponse{}, err
 	}
 	if cur.After == "" {
-		cur.PassStarted = time.Now()
+		cur.PassStarted = a.now()
 	}
 	resp := ReconcileResponse{Mode: "full"}
-	for time.Now().Before(stop) {
+	for a.now().Before(stop) {
 		cctx, cancel := a.call(ctx)
 		page, err := a.store.SweepPage(cctx, cur.After, sweepPage)
 		cancel()
@@ -304,7 +309,7 @@ func (a *Reconciler) sweep(ctx context.Context) (ReconcileResponse, error) {
 				if err != nil {
 					// The pass goes on past it: the scheduled runs visit
 					// it from now on, until it heals.
-					markErr = boundedSource{a: a}.Mark(ctx, e.ID, time.Now())
+					markErr = boundedSource{a: a}.Mark(ctx, e.ID, a.now())
 				}
 				mu.Lock()
 				defer mu.Unlock()

@@ -99,9 +99,11 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-type realClock struct{}
+// realClock is the instance's clock (time.Now unless given) and real
+// timers.
+type realClock struct{ now func() time.Time }
 
-func (realClock) Now() time.Time { return time.Now() }
+func (c realClock) Now() time.Time { return c.now() }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -126,7 +128,10 @@ type Options struct {
 	// Kinds are the app's kinds: which may grow (AutoSharding), and which
 	// mirror their counts into the app's documents.
 	Kinds counter.Kinds
-	Clock Clock // nil: the real clock
+	// Clock is the roller's time and sleep (nil: Now's, with real timers);
+	// Now the instance's clock (nil: time.Now).
+	Clock Clock
+	Now   func() time.Time
 }
 
 // Roller rolls counters up; it is safe for concurrent use.
@@ -161,7 +166,10 @@ func New(store Store, opts Options) *Roller {
 	})
 	clock := opts.Clock
 	if clock == nil {
-		clock = realClock{}
+		clock = realClock{now: opts.Now}
+		if opts.Now == nil {
+			clock = realClock{now: time.Now}
+		}
 	}
 	auto := opts.AutoSharding
 	auto.Kinds = opts.Kinds

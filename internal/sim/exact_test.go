@@ -125,6 +125,7 @@ func (w *world) checkExact(id string, sum int64) {
 	}
 	base, since := w.base(id, created[k-1])
 	lo, hi := base, base
+	raced := false // by an increment that may have committed before the reset's read or after
 	keyed := map[string][]*op{}
 	for _, o := range w.increments(id) {
 		if o.key != "" {
@@ -140,11 +141,14 @@ func (w *world) checkExact(id string, sum int64) {
 		case !o.ok():
 		case o.end.Before(since.when): // in the reset's base
 		case !since.at.IsZero() && !o.start.After(since.when):
-			w.undecided++ // it may have committed before the reset's read or after
+			raced = true
 			lo, hi = lo+min(0, o.delta), hi+max(0, o.delta)
 		default:
 			lo, hi = lo+o.delta, hi+o.delta
 		}
+	}
+	if raced {
+		w.undecided++ // the reset's base, within the racing increments' sum
 	}
 	for _, group := range keyed {
 		first := group[0]

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shardcount/shardcount/internal/service"
 )
@@ -27,6 +28,9 @@ var functions = []string{"incrementCounter", "createCounter", "getCounter", "get
 type instance struct {
 	n       int
 	servers []*service.Server // one, or one per function (in the order of functions)
+	// ahead is how far its clock is ahead of the simulation's (within the
+	// schedule's apart, either way): its servers share it.
+	ahead time.Duration
 }
 
 // startInstances builds the instances with settings env, each server
@@ -38,13 +42,21 @@ func (w *world) startInstances(env map[string]string) {
 	}
 	for i := range w.cfg.instances {
 		in := &instance{n: i}
+		if w.cfg.apart > 0 {
+			in.ahead = time.Duration(w.rng.Int64N(int64(2*w.cfg.apart)+1)) - w.cfg.apart
+		}
 		for f := range per {
 			api := &simAPI{d: w.d, m: w.model, inst: i*per + f}
-			in.servers = append(in.servers, service.NewWith(func(k string) string { return env[k] }, w.deps(api)))
+			deps := w.deps(api)
+			deps.Now = in.now
+			in.servers = append(in.servers, service.NewWith(func(k string) string { return env[k] }, deps))
 		}
 		w.instances = append(w.instances, in)
 	}
 }
+
+// now is the instance's clock.
+func (in *instance) now() time.Time { return time.Now().Add(in.ahead) }
 
 // deps are a server's dependencies: the model through the driver, the
 // simulation's tokens, and randomness seeded per key, so that concurrent

@@ -83,7 +83,7 @@ func TestSimulation(t *testing.T) {
 				seed, seed, res.cfg, strings.Join(res.problems, "\n"))
 		}
 	}
-	t.Logf("%d schedules; %d cases the checkers could not judge (an unkeyed increment racing a reset, a ranking not exact, a serial-order search past its budget); %s; %s", len(seeds), undecided, choices, lives)
+	t.Logf("%d schedules; %d cases the checkers could not judge (a reset raced by unkeyed increments, a ranking not exact, a serial-order search past its budget); %s; %s", len(seeds), undecided, choices, lives)
 	// About 0.3 a schedule (1.3 under -race): a checker that judges far less has stopped
 	// checking, which must not pass.
 	if undecided > 5*len(seeds) {

@@ -172,7 +172,7 @@ func (w *world) checkRanking(o *op, window string, f rankingFilter) {
 		w.problem("%s failed while everything was quiet", o)
 		return
 	}
-	now := time.Now() // the instances' clock, which topCounters reads
+	now := w.instances[o.inst].now() // the instance's clock, which topCounters reads
 	r, rolling := map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}[window]
 	if !rolling { // the current hour: its own buckets, listed and summed
 		r = windows.Rolling{Sum: windows.Hour, List: windows.Hour}

@@ -71,6 +71,7 @@ type config struct {
 	boundary bool
 	maxWait  time.Duration
 	skew     time.Duration     // Firestore's clock against the instances'
+	apart    time.Duration     // each instance's clock within this of the others' (0: one clock)
 	env      map[string]string // settings that differ from environment()'s
 }
 
@@ -111,6 +112,7 @@ func randomConfig(r *rand.Rand) config {
 		audits:     r.IntN(3) == 0,
 		maxWait:    time.Duration(r.IntN(3)) * time.Millisecond,
 		skew:       time.Duration(r.IntN(80)-40) * time.Millisecond,
+		apart:      time.Duration(r.IntN(2)*100) * time.Millisecond,
 		boundary:   r.IntN(3) == 0,
 		erasures:   r.IntN(3) == 0,
 		split:      r.IntN(2) == 0,
