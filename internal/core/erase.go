@@ -22,8 +22,8 @@ const erasePage = 100
 // exactly one, in the commit that deletes the member document, by the
 // path every unlike takes. A call goes on while half its deadline is
 // left; its page token holds when the erasure began and where it stopped.
-// Its first call records when it began: from then on, within the gate's bound (internal/erasure),
-// every instance refuses the user's tokens issued before
+// Its first call records when it began: from then on, within the gate's
+// bound, every instance refuses the user's tokens issued before
 // (internal/erasure). Once a pass reaches the oldest membership, and every
 // instance refuses those tokens and what they sent has landed
 // (RetryAfterSeconds says when), the memberships since the erasure began
@@ -38,7 +38,7 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body wire.Eras
 	if err := counter.ValidateUID("uid", uid); err != nil {
 		return wire.EraseMemberResponse{}, err
 	}
-	cur, err := erasure.Open(deref(body.PageToken), uid, core.now(), func() (erasure.Record, error) {
+	cur, err := erasure.Open(deref(body.PageToken), uid, core.now, func() (erasure.Record, error) {
 		var r erasure.Record
 		var err error
 		r.Began, r.Expires, r.Key, err = core.members.Erasure(ctx, uid)

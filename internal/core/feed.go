@@ -89,7 +89,7 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetC
 	return out, nil
 }
 
-// counterIDs are the ids a request names: its counter_ids, or each of its
+// counterIDsOf are the ids a request names: its counter_ids, or each of its
 // kinds (declared ones) of each of its keys.
 func counterIDsOf(r wire.GetCountersRequest, kinds counter.Kinds) ([]string, error) {
 	switch {

@@ -20,8 +20,9 @@ const topReads = maxListLimit
 // two rankings to a depth and summing each candidate, in at most
 // maxRollingRounds rounds of growing depth, each paid by a token of top
 // per topReads of rollingReads: the most a round reads, three rankings
-// and two aggregations while a current bucket holds buckets of the
-// version before carries (windowstore's upgrade.go).
+// while a current bucket holds buckets of the version before carries
+// (windowstore's upgrade.go, whose look for them is the instance's own
+// read), and a sum a candidate.
 const (
 	maxRollingDepth  = 25
 	maxRollingLimit  = maxRollingDepth
@@ -29,7 +30,7 @@ const (
 )
 
 // rollingReads bounds what one round of a rolling window reads at depth.
-func rollingReads(depth int) int { return 6*depth + 2 }
+func rollingReads(depth int) int { return 6 * depth }
 
 var rollingWindows = map[string]windows.Rolling{windows.LastHour.Name: windows.LastHour, windows.LastDay.Name: windows.LastDay}
 
@@ -122,7 +123,7 @@ const risingDepth = 25
 // risingReads bounds what a rising ranking reads at depth: the lists
 // (three of the last hour's while buckets of the version before carries
 // are current, and two by rise), and two aggregations per candidate.
-func risingReads(depth int) int { return 15*depth + 2 }
+func risingReads(depth int) int { return 15 * depth }
 
 // rising ranks what is rising now (windows.RisingNow), at most
 // maxRollingLimit counters, for tokens of top per topReads of what it

@@ -27,10 +27,9 @@ import (
 // it does are answered from what it knew, a look's deadline older at
 // most; past that, each request looks for itself. So one slow read never
 // holds a crowd of requests that it then lets go at once, to race into
-// one commit batch in an order the simulation cannot replay (a crowd
-// that waited for a cold instance's one look broke TestSeedsReplay in 300
-// seeds). What that costs is bounded: on a cold instance, or one idle
-// past the bound, a read for each request that comes before a look ends.
+// one commit batch in an order no seed of the simulation replays. The
+// price: on a cold instance, or one idle past the bound, a read for each
+// request that comes before a look ends.
 
 // TokenLife is how long an ID token may be taken: Firebase's hour, and
 // the five minutes of clock skew the Admin SDK allows.

@@ -74,9 +74,9 @@ func (c Cursor) mac(t token) []byte {
 }
 
 // Open reads a page token of eraseMember for uid ("": a new erasure, the
-// zero Cursor) and checks it at now against uid's latest erasure record,
-// which record reads: its time, its life and its key.
-func Open(tok, uid string, now time.Time, record func() (Record, error)) (Cursor, error) {
+// zero Cursor) and checks it against uid's latest erasure record, which
+// record reads: its time, its life (at now, once it is read) and its key.
+func Open(tok, uid string, now func() time.Time, record func() (Record, error)) (Cursor, error) {
 	if tok == "" {
 		return Cursor{}, nil
 	}
@@ -95,7 +95,7 @@ func Open(tok, uid string, now time.Time, record func() (Record, error)) (Cursor
 	if t.Path != "" {
 		c.After = counter.Membership{Path: t.Path, JoinedAt: t.At}
 	}
-	if !r.Began.Equal(t.Began) || !now.Before(r.Expires) || !hmac.Equal(t.MAC, c.mac(t)) {
+	if !r.Began.Equal(t.Began) || !now().Before(r.Expires) || !hmac.Equal(t.MAC, c.mac(t)) {
 		return Cursor{}, bad
 	}
 	return c, nil

@@ -177,7 +177,7 @@ func (db *DB) Count(ctx context.Context, collection string, at time.Time) (int64
 }
 
 // CountOf returns how many documents query q holds at read time at
-// (zero: now): one aggregation.
+// (zero: now): one aggregation, billed a read per 1,000 documents.
 func (db *DB) CountOf(ctx context.Context, q firestore.Query, at time.Time) (int64, error) {
 	n, err := db.aggregateQuery(ctx, q, countAgg(), at)
 	db.countScanned(ctx, n)

@@ -33,32 +33,45 @@ func TestAnErasureBesideTheUsersOwnLikeLeavesNoMembership(t *testing.T) {
 }
 
 func TestALikeAdmittedBeforeTheGateKnewLandsBeforeTheLastPass(t *testing.T) {
-	// u0's like reaches the instance that has not looked since their
-	// erasure began, within ERASURE_CHECK of its last look: it is
-	// admitted, its body takes 2.5 s to come, and its commit 2.8 s of its
-	// 3 s deadline, so it lands 6.2 s after the erasure began. The last
-	// pass, due after a record's, a look's, a queued increment's and its
-	// flush's deadlines (core.lastPassAfter, 14 s here), removes it; one
-	// due a look's bound and a second after the erasure began (5 s) ran
-	// before it landed and answered complete, leaving u0 a member
-	// through a token of before.
+	// Each of the last pass's deadlines taken, one after the other: the
+	// erasure's record takes 2.9 s to land; the other instance looks just
+	// before it lands, and its next look, at ERASURE_CHECK, takes 2.9 s,
+	// meanwhile admitting from what it knew; so u0's like with their old
+	// token is admitted 6.7 s after the erasure began, its body takes
+	// 2.5 s to come and its flush's commit 2.9 s: it lands 12.1 s after.
+	// The last pass, due after a record's, a look's, a queued increment's
+	// and its flush's deadlines (core.lastPassAfter, 14 s here), removes
+	// it; one due a deadline sooner (11 s), or as before, ran before it
+	// landed and answered complete, leaving u0 a member through a token
+	// of before.
 	scripted(t, 2, nil, func(w *world) time.Time {
-		var like *op
+		other := -1 // the instance the erasure did not begin on
+		slow := func(c *call, method string, from, to int) bool {
+			now := time.Now()
+			return c.method == method && !now.Before(w.ms(from)) && now.Before(w.ms(to))
+		}
 		w.script.latency = func(c *call) time.Duration {
-			if like != nil && c.inst == like.inst && c.method == "Commit" && time.Now().After(w.ms(3000)) && time.Now().Before(w.ms(5000)) { // the like's flush
-				return 2800 * time.Millisecond
+			switch {
+			case slow(c, "Commit", 199, 210), // the erasure's record
+				c.inst == other && slow(c, "RunQuery", 4050, 4100), // the other's look at ERASURE_CHECK
+				c.inst == other && slow(c, "Commit", 9300, 9600):   // the like's flush
+				return 2900 * time.Millisecond
 			}
 			return 5 * time.Millisecond
 		}
 		w.at(w.ms(0), func() { w.createOn(0, "c", true) })
 		w.at(w.ms(100), func() { w.like("c", 0, "u1", "", 1) }) // each instance looks for erasures
 		w.at(w.ms(150), func() { w.like("c", 1, "u1", "", -1) })
-		w.at(w.ms(200), func() { w.erase("u0") })
-		w.at(w.ms(1100), func() {
-			knows := w.erasures[0].calls[0].inst // the instance the erasure began on knows of it
-			like = w.newOp("incrementCounter", "c", 1-knows)
-			like.user, like.delta, like.unique, like.upload = "u0", 1, true, 2500*time.Millisecond
-			w.sendIncrement(like)
+		w.at(w.ms(199), func() {
+			w.erase("u0")
+			other = 1 - w.erasures[0].calls[0].inst
+		})
+		w.at(w.ms(3000), func() { w.like("c", other, "u1", "", 1) })  // a look before the record lands
+		w.at(w.ms(4050), func() { w.like("c", other, "u1", "", -1) }) // the slow look
+		w.at(w.ms(6900), func() {
+			o := w.newOp("incrementCounter", "c", other)
+			o.user, o.delta, o.unique, o.upload = "u0", 1, true, 2500*time.Millisecond
+			w.sendIncrement(o)
 		})
 		return w.ms(30_000)
 	})

@@ -200,16 +200,25 @@ func (w *world) checkErased(e *erasure, done time.Time) {
 }
 
 // madeSince says whether a membership of e's user of counter id, created
-// at created, may be one of their requests' on id with a token issued
-// since the erasure began (a user signs in again only when refused, which
-// only an erasure does, and is erased once): one that may have committed
-// then.
+// at created, may be one of their requests' on that counter (the
+// incarnation live then) with a token issued since the erasure began (a
+// user signs in again only when refused, which only an erasure does, and
+// is erased once): a like or a choice, not refused, that may have
+// committed then. A batch's item runs while its batch does.
 func (w *world) madeSince(e *erasure, id string, created, done time.Time) bool {
+	k, _, _ := w.state(id, created)
 	for _, o := range w.ops {
-		if o.user != e.user || !o.issued.After(w.epoch) || o.counter != id || o.fn != "incrementCounter" {
+		if o.user != e.user || !o.issued.After(w.epoch) || o.counter != id || o.fn != "incrementCounter" || !w.mine(o, k) {
 			continue
 		}
-		if from, until := o.window(done); !created.Before(from) && !created.After(until) {
+		if o.react && o.choice == "" || !o.react && o.delta < 0 || o.done && !o.ok() && !o.unknown() {
+			continue // it removes, or was refused
+		}
+		from, until := o.window(done)
+		if o.batch != nil && !o.done {
+			from, until = o.batch.start, done // the batch is in flight
+		}
+		if !created.Before(from) && !created.After(until) {
 			return true
 		}
 	}

@@ -118,7 +118,7 @@ func (w *world) checkBuckets(id string) {
 func (w *world) rankings(n int) {
 	filters := []rankingFilter{{}}
 	if w.cfg.kinds {
-		filters = append(filters, rankingFilter{kind: "likes"}, rankingFilter{kind: "reactions", choice: reactionChoices[n%len(reactionChoices)]})
+		filters = append(filters, rankingFilter{kind: "likes"}, rankingFilter{kind: "reactions", choice: reactionChoices[w.rng.IntN(len(reactionChoices))]})
 	}
 	for _, f := range filters {
 		for _, window := range []string{"hour", windows.LastHour.Name, windows.LastDay.Name} {

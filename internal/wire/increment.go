@@ -2,7 +2,9 @@
 // request and answer as JSON carries it, declared once. internal/core
 // takes and answers them; the Go client's answer types, the web client's
 // types (client/web/src/wire.ts, generated) and the API reference are
-// held to them by tests (internal/wirejson).
+// held to them by tests (internal/service's and client's wire_test.go).
+// A list's and a page's answers, which carry an error per item as HTTP
+// answers it, are internal/service's.
 package wire
 
 import (

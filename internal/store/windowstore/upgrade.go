@@ -24,9 +24,10 @@ import (
 // deploy rolling out); and what the last one looked at held, for a minute,
 // so its counts are not taken again for every ranking.
 type upgraded struct {
-	mu     sync.Mutex
-	since  map[windows.Granularity]time.Time
-	looked map[windows.Granularity]look
+	mu      sync.Mutex
+	since   map[windows.Granularity]time.Time
+	looked  map[windows.Granularity]look
+	looking map[windows.Granularity]bool // a look under way: the others take the bucket as holding them
 }
 
 // look is what a bucket was found to hold, taken as holding it until.
@@ -44,18 +45,35 @@ const holdsOldFor = time.Minute
 // aggregations (a read per 1,000 buckets each), at most once a minute,
 // until a bucket of g holds buckets and none of them. They are the
 // instance's reads, as the erasure gate's are: no ranking's budget pays
-// for a busy hour's million buckets.
+// for a busy hour's million buckets, one look at a time: a ranking that
+// comes while one is under way takes the bucket as holding them (the safe
+// answer, which costs it the list by count it pays for), and reads
+// nothing.
 func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) (bool, error) {
 	s.upgraded.mu.Lock()
 	since, clean := s.upgraded.since[g]
 	l := s.upgraded.looked[g]
-	s.upgraded.mu.Unlock()
 	switch {
 	case clean && !start.Before(since):
+		s.upgraded.mu.Unlock()
 		return false, nil
 	case l.start.Equal(start) && at.Before(l.until):
+		s.upgraded.mu.Unlock()
 		return l.old, nil
+	case s.upgraded.looking[g]:
+		s.upgraded.mu.Unlock()
+		return true, nil
 	}
+	if s.upgraded.looking == nil {
+		s.upgraded.looking = map[windows.Granularity]bool{}
+	}
+	s.upgraded.looking[g] = true
+	s.upgraded.mu.Unlock()
+	defer func() {
+		s.upgraded.mu.Lock()
+		s.upgraded.looking[g] = false
+		s.upgraded.mu.Unlock()
+	}()
 	ctx, _ = ledger.New(ledger.WithLabel(ctx, "upgrade"), true)
 	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), at)
 	if err != nil {
