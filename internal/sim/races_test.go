@@ -46,6 +46,11 @@ func scripted(t *testing.T, instances int, env map[string]string, plan func(w *w
 		if len(problems) > 0 {
 			t.Error(strings.Join(problems, "\n"))
 		}
+		if w.undecided > 0 {
+			// A script plays the case it was written for: one its
+			// checkers cannot judge proves nothing of it.
+			t.Errorf("the checkers could not judge %d cases of this script", w.undecided)
+		}
 	})
 	return w
 }
