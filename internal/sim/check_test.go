@@ -255,6 +255,7 @@ func (w *world) checkQuiescence() {
 	for _, o := range w.ops {
 		w.checkRefusedAsChanged(o)
 		w.checkKeysIn(o)
+		w.checkJoinOnly(o)
 	}
 	w.checkErasures()
 	if c := w.creations(noPost); len(c) > 0 {
@@ -318,6 +319,15 @@ func (w *world) checkKeysIn(o *op) {
 	}
 	if o.status != http.StatusNotFound {
 		w.problem("%s: a first read of a post that does not exist answered %d, not 404", o, o.status)
+	}
+}
+
+// checkJoinOnly: an end user's −1 of a counter of a join-only kind is
+// never taken: a member does not leave (403; 404 for a counter nobody
+// used). The likes checker judges the rest: a join answers as a like.
+func (w *world) checkJoinOnly(o *op) {
+	if isJoinOnly(o.counter) && o.user != "admin" && o.delta < 0 && o.ok() {
+		w.problem("%s: an end user left a counter of a join-only kind", o)
 	}
 }
 

@@ -224,8 +224,11 @@ func (w *world) isUnique(id string) bool {
 	if d := w.counterDoc(id, time.Time{}); d != nil {
 		return field(d, "unique").GetBooleanValue()
 	}
-	return strings.HasPrefix(id, "likes:")
+	return strings.HasPrefix(id, "likes:") || isJoinOnly(id)
 }
+
+// isJoinOnly says whether counter id is of the join-only kind follows.
+func isJoinOnly(id string) bool { return strings.HasPrefix(id, "follows:") }
 
 // increment is an increment request: a like or an unlike of a random
 // user on a unique counter, a random delta of an admin on a plain one;
