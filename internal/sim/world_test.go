@@ -78,14 +78,17 @@ type config struct {
 
 // script is a scripted schedule's environment: how long each call takes
 // (nil: 5 ms), when its answer comes back after it applied, the fault it
-// meets before applying, and the events lost.
+// meets before applying or once applied, and the events lost.
 type script struct {
 	latency func(c *call) time.Duration
 	answer  func(c *call) time.Duration
 	fault   func(c *call) codes.Code
-	lose    func(name string) bool          // the event of a write of this document
-	delay   func(name string) time.Duration // how late that event comes (nil: a few ms)
-	to      func(name string) int           // the instance it is delivered to (nil: any)
+	// faultAfter is the fault a mutating call's answer meets once it
+	// applied (OK: none): the write is in, the caller hears it failed.
+	faultAfter func(c *call) codes.Code
+	lose       func(name string) bool          // the event of a write of this document
+	delay      func(name string) time.Duration // how late that event comes (nil: a few ms)
+	to         func(name string) int           // the instance it is delivered to (nil: any)
 }
 
 func randomConfig(r *rand.Rand) config {
@@ -311,6 +314,11 @@ func (w *world) plan(c *call) {
 		}
 		if sc.fault != nil {
 			fault = sc.fault(c)
+		}
+		if sc.faultAfter != nil && c.mutates && fault == codes.OK {
+			if f := sc.faultAfter(c); f != codes.OK {
+				fault, after = f, true
+			}
 		}
 	case !w.noisy():
 	default:
