@@ -11,6 +11,7 @@ import (
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/shardcount/shardcount/internal/counter"
+	"github.com/shardcount/shardcount/internal/distinct"
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -29,8 +30,20 @@ func (w *world) under(id, collection string, at time.Time) []*pb.Document {
 // shardSum is the sum of a counter's shards as of at.
 func (w *world) shardSum(id string, at time.Time) int64 {
 	var s int64
+	viewers := distinct.New()
+	sketched := false
 	for _, d := range w.under(id, "shards", at) {
 		s += field(d, "count").GetIntegerValue()
+		if b := field(d, "sketch"); b != nil {
+			sk, err := distinct.Parse(b.GetBytesValue())
+			if err != nil || viewers.Merge(sk) != nil {
+				w.problem("counter %s's shard %s holds a sketch that does not parse: %v", id, d.GetName(), err)
+			}
+			sketched = true
+		}
+	}
+	if sketched {
+		return viewers.Estimate() // a distinct counter's: its shards' sketches merged
 	}
 	return s
 }
@@ -231,6 +244,9 @@ func (w *world) checkQuiescence() {
 			w.problem("counter %s's roll-up says %d, its shards %d, after reconcile", id, count, sum)
 		}
 		for _, g := range windows.All {
+			if field(d, "distinct").GetBooleanValue() {
+				break // its buckets keep sketches, not counts (checkViewers)
+			}
 			var total int64
 			for _, b := range w.under(id, "windows", time.Time{}) {
 				if field(b, "granularity").GetStringValue() == string(g) {
@@ -248,6 +264,8 @@ func (w *world) checkQuiescence() {
 			w.checkChoices(id)
 		case field(d, "unique").GetBooleanValue():
 			w.checkMembers(id)
+		case field(d, "distinct").GetBooleanValue():
+			w.checkViewers(id, sum)
 		default:
 			w.checkExact(id, sum)
 		}
@@ -319,6 +337,30 @@ func (w *world) checkKeysIn(o *op) {
 	}
 	if o.status != http.StatusNotFound {
 		w.problem("%s: a first read of a post that does not exist answered %d, not 404", o, o.status)
+	}
+}
+
+// checkViewers: a distinct counter's estimate counts each user whose view
+// was acknowledged, once, and no user who never viewed it: with a few
+// users, HyperLogLog's sparse sketch is exact. Only views of its last
+// incarnation count; one of unknown outcome may or may not.
+func (w *world) checkViewers(id string, estimate int64) {
+	k := len(w.creations(id))
+	seen, maybe := map[string]bool{}, map[string]bool{}
+	for _, o := range w.increments(id) {
+		switch {
+		case !w.mine(o, k): // an admin's view counts the admin, as any user's
+		case o.ok():
+			seen[o.user] = true
+		case o.unknown():
+			maybe[o.user] = true
+		}
+	}
+	for u := range seen {
+		delete(maybe, u)
+	}
+	if lo, hi := int64(len(seen)), int64(len(seen)+len(maybe)); estimate < lo || estimate > hi {
+		w.problem("distinct counter %s#%d estimates %d viewers; %d were acknowledged, %d more may have been", id, k, estimate, lo, hi-lo)
 	}
 }
 

@@ -65,3 +65,26 @@ func TestAnErasureWhoseRecordAnswerIsLostBeginsAgain(t *testing.T) {
 		t.Errorf("u0's old token after the lost record: %s, want 401", o)
 	}
 }
+
+func TestViewersThroughTwoInstancesAtOnceAreAllCounted(t *testing.T) {
+	// Twelve users view a distinct counter at once, through two
+	// instances, each commit slow: each instance's commit reads a shard's
+	// sketch and adds its viewer while the other's does the same. A
+	// sketch written without the version it read undid the other's add.
+	w := scripted(t, 2, map[string]string{"COUNTER_KINDS": kinds}, func(w *world) time.Time {
+		w.script.latency = func(c *call) time.Duration {
+			if c.method == "Commit" {
+				return 30 * time.Millisecond
+			}
+			return 5 * time.Millisecond
+		}
+		w.at(w.ms(0), func() { w.read("watchers:p1", 0, "u0", "") }) // its first use
+		for i, u := range reactors {
+			w.at(w.ms(500+i), func() { w.read("watchers:p1", i%2, u, "") })
+		}
+		return w.ms(5000)
+	})
+	if n := w.shardSum("watchers:p1", time.Time{}); n != int64(len(reactors)+1) {
+		t.Errorf("%d viewers counted, want %d", n, len(reactors)+1)
+	}
+}

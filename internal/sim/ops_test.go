@@ -230,6 +230,19 @@ func (w *world) isUnique(id string) bool {
 // isJoinOnly says whether counter id is of the join-only kind follows.
 func isJoinOnly(id string) bool { return strings.HasPrefix(id, "follows:") }
 
+// isDistinct says whether counter id is of the distinct kind watchers.
+func isDistinct(id string) bool { return strings.HasPrefix(id, "watchers:") }
+
+// watched is the schedule's counter of the distinct kind watchers.
+func (w *world) watched() string {
+	for _, id := range w.counters {
+		if isDistinct(id) {
+			return id
+		}
+	}
+	panic("no counter of the kind watchers")
+}
+
 // increment is an increment request: a like or an unlike of a random
 // user on a unique counter, a random delta of an admin on a plain one;
 // with a key half the time, retried with it after a 503, as clients do.
@@ -246,7 +259,7 @@ func (w *world) increment(id string, inst int) {
 	case w.isUnique(id):
 		w.like(id, inst, users[w.rng.IntN(len(users))], key, int64(1-2*w.rng.IntN(2)))
 		return
-	case strings.HasPrefix(id, "reads:"):
+	case strings.HasPrefix(id, "reads:"), isDistinct(id):
 		w.read(id, inst, users[w.rng.IntN(len(users))], key)
 		return
 	}
@@ -277,7 +290,8 @@ func (w *world) increment(id string, inst int) {
 // touches it.
 const noPost = "reads:p2"
 
-// read is an end user's +1 of reads counter id (keys_in posts).
+// read is an end user's +1 of reads counter id (keys_in posts), or their
+// view of a distinct one.
 func (w *world) read(id string, inst int, user, key string) *op {
 	o := w.newOp("incrementCounter", id, inst)
 	o.user, o.key, o.delta = user, key, 1

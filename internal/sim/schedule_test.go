@@ -58,6 +58,13 @@ func (w *world) randomSchedule() {
 			t := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
 			w.at(t, func() { w.read(noPost, w.pick(), users[w.rng.IntN(len(users))], "") })
 		}
+		// A watched post: a crowd views the distinct counter at once,
+		// through every instance, so that commits race for a shard's
+		// sketch.
+		t := start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
+		for i, u := range reactors {
+			w.at(t.Add(time.Duration(i)*3*time.Millisecond), func() { w.read(w.watched(), w.pick(), u, "") })
+		}
 	}
 	// Feeds' pages, read while the work goes on: a like or a switch lands
 	// while one is read, a deletion and a re-creation too.

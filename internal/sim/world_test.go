@@ -38,9 +38,11 @@ const (
 // exist (keys_in), which the world plants.
 // Reactions are a choice kind: each user holds at most one of its
 // choices per post (reactionChoices). Follows are join-only: a user
-// never leaves (an erasure removes them).
+// never leaves (an erasure removes them). Watchers are distinct: each
+// user's views count once, in sketches.
 const kinds = `{"likes": {"unique": true, "num_shards": 3}, "views": {"num_shards": 2}, "reads": {"keys_in": "posts"},` +
-	` "reactions": {"choices": ["like", "love", "haha", "wow"], "num_shards": 3}, "follows": {"unique": true, "join_only": true, "num_shards": 2}}`
+	` "reactions": {"choices": ["like", "love", "haha", "wow"], "num_shards": 3}, "follows": {"unique": true, "join_only": true, "num_shards": 2},` +
+	` "watchers": {"distinct": true, "num_shards": 2}}`
 
 // config shapes one random schedule.
 type config struct {
@@ -231,7 +233,7 @@ func newWorld(r *rand.Rand, cfg config) *world {
 		// Counters of kinds, which their first use creates; reads of a
 		// post of the app's, which exists (p2 does not: noPost).
 		w.counters = append(w.counters, "likes:p"+strconv.Itoa(r.IntN(100)), "views:p"+strconv.Itoa(r.IntN(100)), "reads:p1",
-			"follows:p"+strconv.Itoa(r.IntN(100)))
+			"follows:p"+strconv.Itoa(r.IntN(100)), "watchers:p"+strconv.Itoa(r.IntN(100)))
 		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
 			Operation: &pb.Write_Update{Update: &pb.Document{Name: root + "posts/p1"}}}}}); err != nil {
 			panic(err)
