@@ -120,9 +120,9 @@ func (w *world) checkBuckets(id string) {
 }
 
 // rankings asks, once the schedule is quiet, for the ranking of the
-// current hour and of the last hour and day (rolling), of every counter,
-// and with kinds of one kind's and one choice's, and checks each against
-// the buckets.
+// current hour, of the last hour and day (rolling) and of what is rising,
+// of every counter, and with kinds of one kind's and one choice's (not
+// rising), and checks each against the buckets.
 func (w *world) rankings(n int) {
 	filters := []rankingFilter{{}}
 	if w.cfg.kinds {
@@ -132,6 +132,10 @@ func (w *world) rankings(n int) {
 		for _, window := range []string{"hour", windows.LastHour.Name, windows.LastDay.Name} {
 			o := w.newOp("topCounters", "", n)
 			w.send(o, http.MethodGet, "limit=5&window="+window+f.query(), func() { w.checkRanking(o, window, f) })
+		}
+		if f.choice == "" {
+			o := w.newOp("topCounters", "", n)
+			w.send(o, http.MethodGet, "limit=5&window=rising"+f.query(), func() { w.checkRising(o, f) })
 		}
 	}
 }
