@@ -29,23 +29,37 @@ func (w *world) under(id, collection string, at time.Time) []*pb.Document {
 
 // shardSum is the sum of a counter's shards as of at.
 func (w *world) shardSum(id string, at time.Time) int64 {
-	var s int64
-	viewers := distinct.New()
-	sketched := false
-	for _, d := range w.under(id, "shards", at) {
-		s += field(d, "count").GetIntegerValue()
-		if b := field(d, "sketch"); b != nil {
-			sk, err := distinct.Parse(b.GetBytesValue())
-			if err != nil || viewers.Merge(sk) != nil {
-				w.problem("counter %s's shard %s holds a sketch that does not parse: %v", id, d.GetName(), err)
-			}
-			sketched = true
-		}
-	}
-	if sketched {
+	if viewers := w.viewersOf(id, at); viewers != nil {
 		return viewers.Estimate() // a distinct counter's: its shards' sketches merged
 	}
+	var s int64
+	for _, d := range w.under(id, "shards", at) {
+		s += field(d, "count").GetIntegerValue()
+	}
 	return s
+}
+
+// viewersOf is a distinct counter's shards' sketches merged as of at; nil
+// for a counter whose shards keep counts.
+func (w *world) viewersOf(id string, at time.Time) *distinct.Sketch {
+	var viewers *distinct.Sketch
+	for _, d := range w.under(id, "shards", at) {
+		b := field(d, "sketch")
+		if b == nil {
+			continue
+		}
+		if viewers == nil {
+			viewers = distinct.New()
+		}
+		sk, err := distinct.Parse(b.GetBytesValue())
+		if err == nil {
+			err = viewers.Merge(sk)
+		}
+		if err != nil {
+			w.problem("counter %s's shard %s holds a sketch that does not merge: %v", id, d.GetName(), err)
+		}
+	}
+	return viewers
 }
 
 // state is counter id's incarnation at t (how many times its document
@@ -340,27 +354,35 @@ func (w *world) checkKeysIn(o *op) {
 	}
 }
 
-// checkViewers: a distinct counter's estimate counts each user whose view
-// was acknowledged, once, and no user who never viewed it: with a few
-// users, HyperLogLog's sparse sketch is exact. Only views of its last
-// incarnation count; one of unknown outcome may or may not.
+// checkViewers: a distinct counter's sketches hold each user whose view
+// was acknowledged, and no user who never viewed it: with a few users,
+// HyperLogLog's sparse sketch is exact. Only views of its last
+// incarnation count; one of unknown outcome may or may not. (An admin's
+// view counts the admin, as any user's.)
 func (w *world) checkViewers(id string, estimate int64) {
 	k := len(w.creations(id))
-	seen, maybe := map[string]bool{}, map[string]bool{}
+	var seen, any []string
 	for _, o := range w.increments(id) {
 		switch {
-		case !w.mine(o, k): // an admin's view counts the admin, as any user's
+		case !w.mine(o, k):
 		case o.ok():
-			seen[o.user] = true
+			seen = append(seen, o.user)
+			any = append(any, o.user)
 		case o.unknown():
-			maybe[o.user] = true
+			any = append(any, o.user)
 		}
 	}
-	for u := range seen {
-		delete(maybe, u)
+	viewers := w.viewersOf(id, time.Time{})
+	if viewers == nil {
+		viewers = distinct.New()
 	}
-	if lo, hi := int64(len(seen)), int64(len(seen)+len(maybe)); estimate < lo || estimate > hi {
-		w.problem("distinct counter %s#%d estimates %d viewers; %d were acknowledged, %d more may have been", id, k, estimate, lo, hi-lo)
+	if viewers.AddAll(seen) {
+		w.problem("distinct counter %s#%d (estimate %d) lacks a user whose view was acknowledged", id, k, estimate)
+	}
+	all := distinct.New()
+	all.AddAll(any)
+	if n := all.Estimate(); all.Merge(viewers) != nil || all.Estimate() != n {
+		w.problem("distinct counter %s#%d (estimate %d) holds a user who never viewed it: %d with those who may have, %d without", id, k, estimate, all.Estimate(), n)
 	}
 }
 

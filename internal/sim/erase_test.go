@@ -192,7 +192,7 @@ func (w *world) checkErased(e *erasure, done time.Time) {
 		if !isLive(w.counterDoc(id, w.fs(done))) {
 			continue // of a counter deleted meanwhile: skipped, its purge removes it
 		}
-		if created := w.createdAt(name, done); !w.madeSince(e, id, created, done) {
+		if created, by := w.createdAt(name, done); !w.madeSince(e, id, created, by, done) {
 			w.problem("%s answered complete; at %s %s is a member of %s, since %s, which no request of theirs with a token issued since the erasure began at %s made",
 				e.complete, w.rel(done), e.user, id, w.rel(created), w.rel(e.began()))
 		}
@@ -204,11 +204,12 @@ func (w *world) checkErased(e *erasure, done time.Time) {
 // incarnation live then) with a token issued since the erasure began (a
 // user signs in again only when refused, which only an erasure does, and
 // is erased once): a like or a choice, not refused, that may have
-// committed then. A batch's item runs while its batch does.
-func (w *world) madeSince(e *erasure, id string, created, done time.Time) bool {
+// committed then, from the server whose commit created it (by). A batch's
+// item runs while its batch does.
+func (w *world) madeSince(e *erasure, id string, created time.Time, by int, done time.Time) bool {
 	k, _, _ := w.state(id, created)
 	for _, o := range w.ops {
-		if o.user != e.user || !o.issued.After(w.epoch) || o.counter != id || o.fn != "incrementCounter" || !w.mine(o, k) {
+		if o.user != e.user || !o.issued.After(w.epoch) || o.counter != id || o.fn != "incrementCounter" || !w.mine(o, k) || w.serverOf(o.inst, o.fn) != by {
 			continue
 		}
 		if o.react && o.choice == "" || !o.react && o.delta < 0 || o.done && !o.ok() && !o.unknown() {
@@ -262,20 +263,19 @@ func (w *world) checkGate() {
 }
 
 // createdAt is when the commit that last created document name, at or
-// before t, landed (the instances' clock).
-func (w *world) createdAt(name string, t time.Time) time.Time {
-	var at time.Time
+// before t, landed (the instances' clock), and the server that sent it.
+func (w *world) createdAt(name string, t time.Time) (at time.Time, by int) {
 	for _, rec := range w.commits {
 		if rec.when.After(t) {
 			break
 		}
 		for _, ch := range rec.changes {
 			if ch.Name == name && ch.Before == nil && ch.After != nil {
-				at = rec.when
+				at, by = rec.when, rec.inst
 			}
 		}
 	}
-	return at
+	return at, by
 }
 
 // planErasures erases a user or two in the first half of the work, while

@@ -2,8 +2,10 @@ package sim
 
 import (
 	"cmp"
+	"net/http"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/windows"
@@ -24,11 +26,7 @@ func (w *world) checkRising(o *op, f rankingFilter) {
 	r, current := windows.RisingNow, w.cal.Start(windows.Hour, now)
 	from := windows.LastHour.From(now)
 	baseFrom, baseTo := r.Baseline(now)
-	type scored struct {
-		ranked
-		score float64
-	}
-	var all []scored
+	var all []ranked
 	for _, id := range w.ids() {
 		var x, base int64
 		listed := false
@@ -46,29 +44,28 @@ func (w *world) checkRising(o *op, f rankingFilter) {
 			}
 		}
 		if listed {
-			all = append(all, scored{ranked{CounterID: id, Count: x}, r.Score(x, base)})
+			all = append(all, ranked{CounterID: id, Count: x, Baseline: max(float64(base), 0) / float64(r.BaselineHours), Score: r.Score(x, base)})
 		}
 	}
-	var want []ranked
-	slices.SortFunc(all, func(a, b scored) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.CounterID, b.CounterID))
+	slices.SortFunc(all, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.CounterID, b.CounterID))
 	})
-	counts := map[string]int64{}
+	var want []ranked
+	truth := map[string]ranked{}
 	for _, s := range all {
-		counts[s.CounterID] = s.Count
-		if s.score > 0 && len(want) < 5 {
-			want = append(want, s.ranked)
+		truth[s.CounterID] = s
+		if s.Score > 0 && len(want) < 5 {
+			want = append(want, s)
 		}
 	}
-	got := make([]ranked, len(o.answer.Counters))
-	for i, c := range o.answer.Counters {
-		got[i] = ranked{CounterID: c.CounterID, Count: c.Count}
-	}
+	got := o.answer.Counters
 	if o.answer.Exact == nil || !*o.answer.Exact {
+		// Not exact: the best of those it scored, each as its buckets
+		// score it, rising, highest first.
 		w.undecided++
-		for _, c := range got {
-			if n, ok := counts[c.CounterID]; !ok || n != c.Count {
-				w.problem("%s lists %v, not exact; %s counts %d in its last 60 minutes", o, got, c.CounterID, n)
+		for i, c := range got {
+			if c != truth[c.CounterID] || c.Score <= 0 || i > 0 && c.Score > got[i-1].Score || i >= 5 {
+				w.problem("%s lists %v, not exact; its buckets score %s %+v", o, got, c.CounterID, truth[c.CounterID])
 			}
 		}
 		return
@@ -76,4 +73,34 @@ func (w *world) checkRising(o *op, f rankingFilter) {
 	if !slices.Equal(got, want) {
 		w.problem("%s rises %v; its buckets score %v first", o, got, want)
 	}
+}
+
+func TestRisingWeighsTheHoursBefore(t *testing.T) {
+	// A steady counter, 30 an hour for three hours, and one that jumps
+	// from nothing to 60 an hour: in the fourth hour the jump scores
+	// above the steady one, whose baseline (its hours before) weighs
+	// against it, as the buckets say (checkRising; a script's ranking
+	// must be exact).
+	scripted(t, 2, nil, func(w *world) time.Time {
+		w.endAt = w.epoch.Add(5 * time.Hour)
+		w.at(w.ms(0), func() { w.createOn(0, "steady", false) })
+		w.at(w.ms(0), func() { w.createOn(1, "jump", false) })
+		for m := 1; m < 200; m += 2 {
+			w.at(w.epoch.Add(time.Duration(m)*time.Minute), func() { w.add("steady", m%2, 1, "") })
+		}
+		for m := 150; m < 200; m++ {
+			w.at(w.epoch.Add(time.Duration(m)*time.Minute), func() { w.add("jump", m%2, 1, "") })
+		}
+		end := w.epoch.Add(201 * time.Minute)
+		w.at(end, func() {
+			o := w.newOp("topCounters", "", 0)
+			w.send(o, http.MethodGet, "limit=5&window=rising", func() {
+				w.checkRising(o, rankingFilter{})
+				if len(o.answer.Counters) != 2 || o.answer.Counters[0].CounterID != "jump" || o.answer.Counters[1].Baseline == 0 {
+					w.problem("%s: want jump first, and steady with a baseline", o)
+				}
+			})
+		})
+		return end.Add(time.Second)
+	})
 }

@@ -164,6 +164,9 @@ func (f rankingFilter) keeps(b *pb.Document) bool {
 type ranked struct {
 	CounterID string `json:"counter_id"`
 	Count     int64  `json:"count"`
+	// A rising ranking's too.
+	Baseline float64 `json:"baseline_per_hour"`
+	Score    float64 `json:"score"`
 	// A getCounters row's too.
 	AsOf   string  `json:"as_of"`
 	Member *bool   `json:"member"`

@@ -74,7 +74,7 @@ type config struct {
 	boundary bool
 	maxWait  time.Duration
 	skew     time.Duration     // Firestore's clock against the instances'
-	apart    time.Duration     // each instance's clock within this of the others' (0: one clock)
+	apart    time.Duration     // each instance's clock within this of the simulation's (0: one clock)
 	env      map[string]string // settings that differ from environment()'s
 }
 

@@ -28,7 +28,8 @@ import (
 // candidate whose sums fail counts as its lists' value and is not
 // listed. It returns the candidates' number too, and reads at most 4 ×
 // depth documents and 8 × depth aggregations (5 and 10 while buckets of
-// the version before carries are current, upgrade.go).
+// the version before carries are current, upgrade.go, whose look for
+// them is the instance's own).
 func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, depth, limit int, kind string) ([]windows.Scored, bool, int, error) {
 	current := s.cal.Start(windows.Hour, now)
 	b, rises, err := s.readBounded(ctx, windows.LastHour, now, depth, kind, []list{{current, ByRise}, {current.Add(-time.Hour), ByRise}})

@@ -39,7 +39,8 @@ import (
 // the counters sure of their place only, and a deeper round may settle
 // the rest. It reads at most 2 × depth documents and as many
 // aggregations (while the current bucket holds buckets of the version
-// before carries, see upgrade.go: 3 × depth each, and two aggregations).
+// before carries, see upgrade.go: 3 × depth each; the instance's look
+// for them is its own).
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
 	b, _, err := s.readBounded(ctx, r, now, depth, kind, nil)
 	if err != nil {
@@ -87,10 +88,7 @@ func (s *Store) readBounded(ctx context.Context, r windows.Rolling, now time.Tim
 	}
 	b := bounded{depth: depth, at: at}
 	if len(lists) == 2 {
-		if b.old, err = s.holdsOld(ctx, r.List, lists[0].start, at); err != nil {
-			return bounded{}, nil, err
-		}
-		if b.old {
+		if b.old = s.holdsOld(ctx, r.List, lists[0].start, at); b.old {
 			lists = append(lists, list{lists[0].start, ByCount})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/ledger"
+	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -42,27 +43,27 @@ const holdsOldFor = time.Minute
 
 // holdsOld reports whether the bucket of g starting at start holds
 // buckets of the version before carries, at read time at: two count
-// aggregations (a read per 1,000 buckets each), at most once a minute,
-// until a bucket of g holds buckets and none of them. They are the
+// aggregations (a read per 1,000 buckets each), at most once a minute for
+// g, until a bucket of g holds buckets and none of them. They are the
 // instance's reads, as the erasure gate's are: no ranking's budget pays
 // for a busy hour's million buckets, one look at a time: a ranking that
 // comes while one is under way takes the bucket as holding them (the safe
 // answer, which costs it the list by count it pays for), and reads
 // nothing.
-func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) (bool, error) {
+func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at time.Time) bool {
 	s.upgraded.mu.Lock()
 	since, clean := s.upgraded.since[g]
 	l := s.upgraded.looked[g]
 	switch {
 	case clean && !start.Before(since):
 		s.upgraded.mu.Unlock()
-		return false, nil
+		return false
 	case l.start.Equal(start) && at.Before(l.until):
 		s.upgraded.mu.Unlock()
-		return l.old, nil
+		return l.old
 	case s.upgraded.looking[g]:
 		s.upgraded.mu.Unlock()
-		return true, nil
+		return true
 	}
 	if s.upgraded.looking == nil {
 		s.upgraded.looking = map[windows.Granularity]bool{}
@@ -74,23 +75,33 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 		s.upgraded.looking[g] = false
 		s.upgraded.mu.Unlock()
 	}()
-	ctx, _ = ledger.New(ledger.WithLabel(ctx, "upgrade"), true)
-	all, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCount), at)
-	if err != nil {
-		return false, fs.Classify(err, "count a window's buckets")
+	// The look is the instance's: a caller that gives up does not waste
+	// what it read, and one that fails is taken as holding them for a
+	// while too, so that no caller can have it read again at once.
+	lookCtx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		lookCtx, cancel = context.WithDeadline(lookCtx, d)
+		defer cancel()
 	}
-	carried, err := s.db.CountOf(ctx, s.BucketsQuery(g, start, "", ByCarry(0)), at)
-	if err != nil {
-		return false, fs.Classify(err, "count a window's buckets")
+	lookCtx, _ = ledger.New(ledger.WithLabel(lookCtx, "upgrade"), true)
+	all, err := s.db.CountOf(lookCtx, s.BucketsQuery(g, start, "", ByCount), at)
+	var carried int64
+	if err == nil {
+		carried, err = s.db.CountOf(lookCtx, s.BucketsQuery(g, start, "", ByCarry(0)), at)
 	}
 	s.upgraded.mu.Lock()
 	defer s.upgraded.mu.Unlock()
+	if err != nil {
+		logging.FromContext(ctx).Warn("cannot count a window's buckets of the version before carries: taken as there", "granularity", string(g), "error", fs.Classify(err, "count a window's buckets").Error())
+		all, carried = 1, 0
+	}
 	if carried < all || all == 0 { // an empty bucket says nothing of the roll-ups to come: look again
 		if s.upgraded.looked == nil {
 			s.upgraded.looked = map[windows.Granularity]look{}
 		}
 		s.upgraded.looked[g] = look{start, at.Add(holdsOldFor), carried < all}
-		return carried < all, nil
+		return carried < all
 	}
 	if s.upgraded.since == nil {
 		s.upgraded.since = map[windows.Granularity]time.Time{}
@@ -98,7 +109,7 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	if since, ok := s.upgraded.since[g]; !ok || start.Before(since) {
 		s.upgraded.since[g] = start
 	}
-	return false, nil
+	return false
 }
 
 // oldBound is what a counter beyond rankings (by carry, by peak in the
