@@ -100,10 +100,10 @@ type Members interface {
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
 	// RecordErasure records that uid's erasure began, until expires, with
 	// the key of its page tokens; Erasure reads uid's latest record (a
-	// zero began: none); ErasuresSince returns those recorded after since,
+	// zero Began: none); ErasuresSince returns those recorded after since,
 	// by uid.
 	RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) error
-	Erasure(ctx context.Context, uid string) (began, expires time.Time, key []byte, err error)
+	Erasure(ctx context.Context, uid string) (erasure.Record, error)
 	ErasuresSince(ctx context.Context, since time.Time) (map[string]time.Time, error)
 }
 

@@ -38,12 +38,7 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body wire.Eras
 	if err := counter.ValidateUID("uid", uid); err != nil {
 		return wire.EraseMemberResponse{}, err
 	}
-	cur, err := erasure.Open(deref(body.PageToken), uid, core.now, func() (erasure.Record, error) {
-		var r erasure.Record
-		var err error
-		r.Began, r.Expires, r.Key, err = core.members.Erasure(ctx, uid)
-		return r, err
-	})
+	cur, err := erasure.Open(deref(body.PageToken), uid, core.now, func() (erasure.Record, error) { return core.members.Erasure(ctx, uid) })
 	if err != nil {
 		return wire.EraseMemberResponse{}, err
 	}

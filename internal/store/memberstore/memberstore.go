@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
+	"github.com/shardcount/shardcount/internal/erasure"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/store/shared"
 )
@@ -240,15 +241,15 @@ func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires ti
 	return fs.Classify(err, "record an erasure")
 }
 
-// Erasure reads uid's latest erasure record: when it began, until when it
-// holds, and its key (a zero began: none). One read.
-func (s *Store) Erasure(ctx context.Context, uid string) (began, expires time.Time, key []byte, err error) {
+// Erasure reads uid's latest erasure record (a zero Began: none). One
+// read.
+func (s *Store) Erasure(ctx context.Context, uid string) (erasure.Record, error) {
 	pd, err := s.db.Get(ctx, s.db.Name(dm.Erasure(uid)))
 	if err != nil || pd == nil {
-		return time.Time{}, time.Time{}, nil, fs.Classify(err, "read an erasure")
+		return erasure.Record{}, fs.Classify(err, "read an erasure")
 	}
 	d := fs.DocOf(pd)
-	return d.Time(dm.FieldBeganAt), d.Time(dm.FieldExpireAt), d.Bytes(dm.FieldKey), nil
+	return erasure.Record{Began: d.Time(dm.FieldBeganAt), Expires: d.Time(dm.FieldExpireAt), Key: d.Bytes(dm.FieldKey)}, nil
 }
 
 // ErasuresSince returns the erasures recorded after since: each user's
