@@ -78,12 +78,12 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	// The look is the instance's: a caller that gives up does not waste
 	// what it read, and one that fails is taken as holding them for a
 	// while too, so that no caller can have it read again at once.
-	lookCtx := context.WithoutCancel(ctx)
-	if d, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		lookCtx, cancel = context.WithDeadline(lookCtx, d)
-		defer cancel()
+	d, ok := ctx.Deadline()
+	if !ok {
+		d = time.Now().Add(holdsOldFor) // a caller without a deadline (none deployed) holds no look longer
 	}
+	lookCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d)
+	defer cancel()
 	lookCtx, _ = ledger.New(ledger.WithLabel(lookCtx, "upgrade"), true)
 	all, err := s.db.CountOf(lookCtx, s.BucketsQuery(g, start, "", ByCount), at)
 	var carried int64
@@ -93,7 +93,7 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	s.upgraded.mu.Lock()
 	defer s.upgraded.mu.Unlock()
 	if err != nil {
-		logging.FromContext(ctx).Warn("cannot count a window's buckets of the version before carries: taken as there", "granularity", string(g), "error", fs.Classify(err, "count a window's buckets").Error())
+		logging.FromContext(ctx).Error("cannot count a window's buckets of the version before carries: taken as there, so rankings read deeper", "granularity", string(g), "error", fs.Classify(err, "count a window's buckets").Error())
 		all, carried = 1, 0
 	}
 	if carried < all || all == 0 { // an empty bucket says nothing of the roll-ups to come: look again
