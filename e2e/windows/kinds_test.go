@@ -15,7 +15,8 @@ import (
 // ones, by total and by what is rising (all exact, so few counters are
 // all candidates); counters of kinds come into being with their first
 // increment or like (COUNTER_KINDS, set in TestMain). A distinct kind
-// ranks by its estimate of all time, and says so of any other window.
+// ranks by its estimate of an hour, a day and all time, and says so of
+// any other window.
 func kindRankings(t *testing.T, run int64) {
 	views := []string{fmt.Sprintf("views:a-%d", run), fmt.Sprintf("views:b-%d", run)}
 	like := fmt.Sprintf("likes:p-%d", run)
@@ -56,22 +57,41 @@ func kindRankings(t *testing.T, run int64) {
 		t.Errorf("a kind COUNTER_KINDS does not declare: %s", r)
 	}
 
-	viewers := fmt.Sprintf("viewers:v-%d", run)
-	for _, m := range []string{"a", "b", "a"} {
-		if r := do(t, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"member":"%s-%d"}`, viewers, m, run)); r.Status != http.StatusOK {
-			t.Fatal(r)
+	// A distinct kind: two viewers of one video (one twice), three of
+	// another; an hour and a day rank them by estimate, as history tells
+	// the hour's users, and so does all time.
+	viewers := map[string][]string{fmt.Sprintf("viewers:v-%d", run): {"a", "b", "a"}, fmt.Sprintf("viewers:w-%d", run): {"a", "c", "d"}}
+	for id, members := range viewers {
+		for _, m := range members {
+			if r := do(t, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q,"member":"%s-%d"}`, id, m, run)); r.Status != http.StatusOK {
+				t.Fatal(r)
+			}
 		}
 	}
-	var rk ranking
-	if !waitFor(t, 2*cadence+2*time.Second, func() bool {
-		rk = top(t, "window=all&kind=viewers")
-		return len(rk.Counters) == 1 && rk.Counters[0].CounterID == viewers && rk.Counters[0].Count == 2
-	}) {
-		t.Errorf("a distinct kind by total: %s, want %s=2", rk, viewers)
+	wantViewers := []string{fmt.Sprintf("viewers:w-%d=3", run), fmt.Sprintf("viewers:v-%d=2", run)}
+	for _, window := range []string{"hour", "day", "all"} {
+		var rk ranking
+		if !waitFor(t, 2*cadence+2*time.Second, func() bool {
+			rk = top(t, "kind=viewers&window="+window)
+			var got []string
+			for _, c := range rk.Counters {
+				got = append(got, fmt.Sprint(c.CounterID, "=", c.Count))
+			}
+			return slices.Equal(got, wantViewers)
+		}) {
+			t.Errorf("a distinct kind in window %s: %s, want %v", window, rk, wantViewers)
+		}
 	}
-	for _, window := range []string{"hour", "last_hour", "rising"} {
-		if r := do(t, "GET", "topCounters?kind=viewers&window="+window, ""); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "window=all") {
-			t.Errorf("a distinct kind in window %s: %s, want a 400 naming window=all", window, r)
+	var hist struct {
+		History []struct{ Count int64 } `json:"history"`
+	}
+	do(t, "GET", fmt.Sprintf("getCounter?counter_id=viewers:w-%d&history=hour", run), "").Decode(t, &hist)
+	if n := len(hist.History); n == 0 || hist.History[n-1].Count != 3 {
+		t.Errorf("the hour's history of viewers:w: %+v, want 3 as ranked", hist)
+	}
+	for _, window := range []string{"minute", "last_hour", "last_day", "rising"} {
+		if r := do(t, "GET", "topCounters?kind=viewers&window="+window, ""); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "hour, day or all") {
+			t.Errorf("a distinct kind in window %s: %s, want a 400 naming hour, day or all", window, r)
 		}
 	}
 }

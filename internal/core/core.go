@@ -127,7 +127,12 @@ type Windows interface {
 	// DistinctHistory estimates a distinct counter's members of each
 	// bucket of g at starts, and of all of them together.
 	DistinctHistory(ctx context.Context, id string, g windows.Granularity, starts []time.Time) ([]windows.Tally, int64, error)
-	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error)
+	// Top ranks the counters of kind (all: "") by their count in the
+	// bucket of g at start (estimated: by a distinct kind's estimate),
+	// or by total when g is "".
+	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, estimated bool) ([]windows.Ranked, error)
+	// RollingTop ranks a rolling window at depth; it returns whether the
+	// answer is exact.
 	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
 }
 

@@ -104,7 +104,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body wire.TopC
 		if window == "all" && choice != "" {
 			g, start = windows.AllTime, windows.AllTimeStart // a choice's total is a bucket of its own
 		}
-		if ranked, err = core.windows.Top(ctx, g.Of(choice), start, limit, kind); err != nil {
+		if ranked, err = core.windows.Top(ctx, g.Of(choice), start, limit, kind, declared.Mode().Estimates()); err != nil {
 			return wire.TopCountersResponse{}, err
 		}
 	}

@@ -159,6 +159,10 @@ type Rollup struct {
 	// Changes are a choice counter's changes by choice (Next.Counts less
 	// the document's), added to the same buckets.
 	Changes map[string]int64
+	// Estimate are the buckets the commit sets to the estimate of their
+	// sketches (a distinct counter's: windows.Calendar.Reached), whose
+	// Change is 0.
+	Estimate []windows.Bucket
 	// Reshard writes Next.NumShards and Next.Reshard too.
 	Reshard bool
 	// Correct, when not 0, is added to one shard in the same commit, and
@@ -208,6 +212,11 @@ type Sums struct {
 	// of them followed a slow or contended commit of the same counter
 	// (evidence for automatic sharding).
 	Commits, Slow int64
+	// Written is the latest write of a shard, where the sums read the
+	// shards themselves (a distinct counter's sketches): one after the
+	// roll-up's read time is one whose event was lost, though its
+	// estimate may be unchanged (a viewer of before, back in a new hour).
+	Written time.Time
 }
 
 // Reshard records a change of a counter's shard count.

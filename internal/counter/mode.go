@@ -2,9 +2,11 @@ package counter
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Mode is how a counter counts. It is decided once, from its kind
@@ -108,13 +110,20 @@ func (m Mode) Change(delta int64, choice string) string {
 	return fmt.Sprintf("delta %d", delta)
 }
 
+// Estimates reports whether counters of mode m count by estimate
+// (distinct counters): their count, and their hour and day buckets', are
+// estimates of their sketches, which the roll-up sets rather than adds to
+// (a change of an estimate counts nobody in a window).
+func (m Mode) Estimates() bool { return m == Distinct }
+
 // RanksIn says whether counters of kind, of mode m, rank in window (of
-// topCounters): a distinct counter keeps sketches of its users, not counts,
-// in its hour and day buckets, and a union of viewers is no sum of
-// buckets, so its kind ranks by total only (window=all, the estimate).
+// topCounters): a distinct counter ranks by the estimate of its hours and
+// days (windows.Sketched) and of all time. Minutes keep no sketches, so
+// neither a minute nor a rolling window of minutes (last_hour, last_day,
+// rising) can tell its users: their union is no sum of buckets.
 func (m Mode) RanksIn(kind, window string) error {
-	if m == Distinct && window != "all" {
-		return errs.Invalid("window", "kind %q is distinct: its counters rank by their estimate of all time only (window=all); its windows keep sketches of users, which do not add up", kind)
+	if m == Distinct && window != "all" && !slices.Contains(windows.Sketched, windows.Granularity(window)) {
+		return errs.Invalid("window", "kind %q is distinct: its counters rank by the estimate of their users in an hour, a day or all time (window hour, day or all); minutes keep no sketches, and a rolling window's users are no sum of buckets", kind)
 	}
 	return nil
 }

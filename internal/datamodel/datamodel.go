@@ -59,6 +59,9 @@ const (
 	FieldUnique       = "unique"
 	FieldChoices      = "choices"  // of a choice counter: what its members choose among
 	FieldDistinct     = "distinct" // of a distinct counter: its count is an estimate
+	// FieldEstimate, of a distinct counter's bucket of an hour or a day
+	// (in place of count, which sums): the estimate of its users.
+	FieldEstimate = "estimate"
 	// FieldSketch, of a distinct counter's shard: its sketch's bytes.
 	FieldSketch = "sketch"
 	// FieldCounts, of a choice counter's document, shards and buckets:

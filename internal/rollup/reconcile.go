@@ -89,7 +89,8 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		if c.Reshard.Merging() && !merged {
 			again = c.Reshard.MergeUntil // the merge is due then
 		}
-		if sums.Count == c.Count && changes(c.Counts, sums.Counts) == nil && !merged && correct.Count == 0 && correct.Counts == nil && !c.Legacy {
+		lost := sums.Written.After(c.AsOf) // a write whose roll-up never came, though it changed no sum
+		if sums.Count == c.Count && changes(c.Counts, sums.Counts) == nil && !merged && correct.Count == 0 && correct.Counts == nil && !c.Legacy && !lost {
 			out = Outcome{Checked: true, Again: again}
 			return false, nil
 		}
@@ -106,7 +107,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			log.Warn("reconciled a stale roll-up", "count", sums.Count,
 				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 		}
-		out = Outcome{Checked: true, Corrected: sums.Count != c.Count || changes(c.Counts, sums.Counts) != nil, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
+		out = Outcome{Checked: true, Corrected: sums.Count != c.Count || changes(c.Counts, sums.Counts) != nil || lost, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
 		return false, nil
 	})
 	if err == nil && unnamed && !r.nameMemberKinds(ctx, id) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/logging"
+	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // write is the one write path of the roll-up and of Reconcile: the
@@ -17,10 +18,15 @@ import (
 func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct counter.Sums) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
 	change := next.Count - c.Count
-	if c.Mode == counter.Distinct {
-		change = 0 // a change of an estimate counts nobody in a window
+	var estimate []windows.Bucket
+	if c.Mode.Estimates() { // a change of an estimate counts nobody in a window: its buckets are set to theirs
+		since := c.AsOf
+		if since.Before(c.CreatedAt) {
+			since = time.Time{} // never rolled up: a first use's counter says the epoch
+		}
+		change, estimate = 0, r.cal.Reached(windows.Sketched, since, readTime)
 	}
-	ru := counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts),
+	ru := counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts), Estimate: estimate,
 		Reshard: grew || merged, Correct: correct.Count, CorrectCounts: correct.Counts}
 	if c.Kind != "" { // the mirror of a kind's counter, in the app's document
 		ru.MirrorPath, ru.MirrorField, _ = r.kinds[c.Kind].MirrorOf(c.ID)

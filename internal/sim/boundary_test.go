@@ -64,7 +64,7 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 	now := at(1, 1, 40)
 	for i, r := range []windows.Rolling{windows.LastHour, windows.LastDay} {
 		o := tops[i]
-		want := bruteForceTop(w, r.Sum, r.From(now), 5, func(string) bool { return true })
+		want := bruteForceTop(w, r.Sum, r.From(now), 5, "count", func(string) bool { return true })
 		if exact := o.answer.Exact != nil && *o.answer.Exact; !o.ok() || !exact || !slices.Equal(o.answer.Counters, want) {
 			t.Errorf("%s at %s: %v (exact %v, %s); its buckets rank %v, exactly", r.Name, now.Format(time.TimeOnly), o.answer.Counters, exact, o, want)
 		}
@@ -72,9 +72,10 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 }
 
 // bruteForceTop ranks the counters of the schedule that keep keeps by the
-// sum of their buckets of g from from on: the top limit with a positive
+// sum of their buckets' field by (count, or a distinct counter's
+// estimate) of g from from on: the top limit with a positive
 // sum, ties by id.
-func bruteForceTop(w *world, g windows.Granularity, from time.Time, limit int, keep func(id string) bool) []ranked {
+func bruteForceTop(w *world, g windows.Granularity, from time.Time, limit int, by string, keep func(id string) bool) []ranked {
 	var out []ranked
 	for _, id := range w.ids() {
 		if !keep(id) {
@@ -83,7 +84,7 @@ func bruteForceTop(w *world, g windows.Granularity, from time.Time, limit int, k
 		var n int64
 		for _, b := range w.under(id, "windows", time.Time{}) {
 			if field(b, "granularity").GetStringValue() == string(g) && !field(b, "start").GetTimestampValue().AsTime().Before(from) {
-				n += field(b, "count").GetIntegerValue()
+				n += field(b, by).GetIntegerValue()
 			}
 		}
 		if n > 0 {

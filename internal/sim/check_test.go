@@ -42,8 +42,14 @@ func (w *world) shardSum(id string, at time.Time) int64 {
 // viewersOf is a distinct counter's shards' sketches merged as of at; nil
 // for a counter whose shards keep counts.
 func (w *world) viewersOf(id string, at time.Time) *distinct.Sketch {
+	return w.merged(id, w.under(id, "shards", at))
+}
+
+// merged are the sketches of docs (of counter id) merged, nil when none
+// holds one.
+func (w *world) merged(id string, docs []*pb.Document) *distinct.Sketch {
 	var viewers *distinct.Sketch
-	for _, d := range w.under(id, "shards", at) {
+	for _, d := range docs {
 		b := field(d, "sketch")
 		if b == nil {
 			continue
@@ -56,7 +62,7 @@ func (w *world) viewersOf(id string, at time.Time) *distinct.Sketch {
 			err = viewers.Merge(sk)
 		}
 		if err != nil {
-			w.problem("counter %s's shard %s holds a sketch that does not merge: %v", id, d.GetName(), err)
+			w.problem("counter %s's %s holds a sketch that does not merge: %v", id, d.GetName(), err)
 		}
 	}
 	return viewers

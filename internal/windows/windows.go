@@ -30,6 +30,47 @@ const (
 // All lists the granularities, shortest first.
 var All = []Granularity{Minute, Hour, Day}
 
+// Sketched are the granularities a distinct counter keeps sketches of (a
+// sketch a shard a bucket): a minute's would be a document a shard a
+// minute.
+var Sketched = []Granularity{Hour, Day}
+
+// Bucket names one bucket of a counter: its granularity and start.
+type Bucket struct {
+	G     Granularity
+	Start time.Time
+}
+
+// Settle is how long after a bucket ends the roll-ups of a distinct
+// counter set it again: a view stamped in its last moments may commit
+// that much later (a commit's deadline, the instances' clocks' skew).
+const Settle = time.Minute
+
+// Reached are the buckets of gs a roll-up read at at sets (a distinct
+// counter's, to its sketches' estimate): for each granularity, the one
+// holding at, and before it the one holding since (the roll-up before's
+// read time, zero for none: at) when it is older, or the one just before
+// while since is within Settle of its end: the views of its last moments
+// may roll up after it ended (a counter's first, in its first roll-up).
+func (cal Calendar) Reached(gs []Granularity, since, at time.Time) []Bucket {
+	if since.IsZero() {
+		since = at
+	}
+	var out []Bucket
+	for _, g := range gs {
+		start := cal.Start(g, at)
+		before := cal.Start(g, since)
+		if !before.Before(start) && since.Before(start.Add(Settle)) {
+			before = cal.Step(g, start, -1)
+		}
+		if before.Before(start) {
+			out = append(out, Bucket{g, before})
+		}
+		out = append(out, Bucket{g, start})
+	}
+	return out
+}
+
 // AllTime is the granularity of a choice's total, one bucket starting at
 // AllTimeStart that never expires: rankings of a choice by total read it
 // (Of).

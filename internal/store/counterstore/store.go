@@ -193,13 +193,13 @@ func (s *Store) Strong(ctx context.Context, id string) (counter.Counter, int64, 
 // Sums are counter c's value at read time at (zero: now), with the
 // snapshot's read time: a SUM over its shards, and of a choice counter
 // each choice's; of a distinct counter, the estimate of its shards'
-// sketches merged.
+// sketches merged, and their latest write.
 func (s *Store) Sums(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, time.Time, error) {
 	var sums counter.Sums
 	var err error
 	switch c.Mode {
 	case counter.Distinct:
-		sums.Count, at, err = s.estimate(ctx, c, at)
+		sums.Count, sums.Written, at, err = s.estimate(ctx, c, at)
 	case counter.Choice:
 		if sums.Count, at, err = s.Sum(ctx, c.ID, at); err == nil {
 			sums.Counts, err = s.sumCounts(ctx, c, at)
@@ -294,15 +294,16 @@ func (s *Store) Update(ctx context.Context, id string, withTombstone bool, what 
 }
 
 // estimate is distinct counter c's estimate at read time at (zero: now):
-// its shards' sketches merged (one read a shard), with the read time.
-func (s *Store) estimate(ctx context.Context, c counter.Counter, at time.Time) (int64, time.Time, error) {
+// its shards' sketches merged (one read a shard), with their latest write
+// and the read time.
+func (s *Store) estimate(ctx context.Context, c counter.Counter, at time.Time) (n int64, written, readTime time.Time, err error) {
 	names := make([]string, c.NumShards)
 	for k := range names {
 		names[k] = s.name(dm.Shard(c.ID, k))
 	}
 	docs, at, err := s.db.GetAll(ctx, names, at)
 	if err != nil {
-		return 0, time.Time{}, fs.Classify(err, "read the sketches of "+c.ID)
+		return 0, time.Time{}, time.Time{}, fs.Classify(err, "read the sketches of "+c.ID)
 	}
 	whole := distinct.New()
 	for _, pd := range docs {
@@ -314,8 +315,11 @@ func (s *Store) estimate(ctx context.Context, c counter.Counter, at time.Time) (
 			err = whole.Merge(sk)
 		}
 		if err != nil {
-			return 0, time.Time{}, err
+			return 0, time.Time{}, time.Time{}, err
+		}
+		if u := pd.GetUpdateTime().AsTime(); u.After(written) {
+			written = u
 		}
 	}
-	return whole.Estimate(), at, nil
+	return whole.Estimate(), written, at, nil
 }

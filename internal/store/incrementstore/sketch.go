@@ -107,10 +107,6 @@ func (m *sketches) raced(b *increment.Batch) { b.Shard = m.s.anyShard(b.Counter)
 
 func (m *sketches) recordFields(increment.Record) map[string]*pb.Value { return nil }
 
-// sketchedGranularities are the buckets a distinct counter keeps sketches
-// of: a minute's would be a document a shard a minute.
-var sketchedGranularities = []windows.Granularity{windows.Hour, windows.Day}
-
 // readSketch reads the sketches of the batch's shard. The commit writes
 // back each that its members change, on the condition of its version, so
 // an add of another instance meanwhile makes it read again: adds never
@@ -122,7 +118,7 @@ func (s *Store) readSketch(ctx context.Context, b *increment.Batch) (*sketched, 
 	names := []string{s.db.Name(dm.Shard(id, k))}
 	out := &sketched{}
 	if s.opts.Windows != nil {
-		for _, g := range sketchedGranularities {
+		for _, g := range windows.Sketched {
 			out.buckets = append(out.buckets, bucketRead{g: g, start: s.opts.Calendar.Start(g, now)})
 			names = append(names, s.db.Name(dm.SketchBucket(id, g, s.opts.Calendar.Start(g, now), k)))
 		}
@@ -154,7 +150,10 @@ func sketchOf(pd *pb.Document) (read, error) {
 
 // add adds members to each sketch read, and reports whether any changed:
 // only those are written back (up to 16 KB each), so viewers seen before
-// cost a read and no write.
+// cost a read and no write. The shard's sketch is written back, as it
+// was, when only an hour's or a day's changed (a viewer of before, back
+// in a new hour): the shard's write is the event that rolls the counter
+// up, which sets its buckets to their sketches' estimate.
 func (sk *sketched) add(members []string) (changed bool) {
 	add := func(r *read) {
 		if r.sketch.AddAll(members) {
@@ -164,6 +163,9 @@ func (sk *sketched) add(members []string) (changed bool) {
 	add(&sk.shard)
 	for i := range sk.buckets {
 		add(&sk.buckets[i].read)
+	}
+	if changed && sk.shard.write == nil {
+		sk.shard.write = sk.shard.sketch.Bytes()
 	}
 	return changed
 }
@@ -196,7 +198,7 @@ func (s *Store) bucketSketchWrites(b *increment.Batch, sk *sketched) []*pb.Write
 func (s *Store) sketchStarts(now time.Time) []time.Time {
 	var starts []time.Time
 	if s.opts.Windows != nil {
-		for _, g := range sketchedGranularities {
+		for _, g := range windows.Sketched {
 			starts = append(starts, s.opts.Calendar.Start(g, now))
 		}
 	}

@@ -19,7 +19,9 @@ import (
 // TestViewersAgainWriteNothing: a distinct counter's commit writes back
 // only the sketches its members changed (each up to 16 KB): viewers the
 // shard, the hour and the day hold already write nothing, a viewer back
-// in a new hour writes that hour's sketch alone, and a new viewer all
+// in a new hour writes that hour's sketch and the shard as it was (its
+// event rolls the counter up, which sets the hour's estimate), and a new
+// viewer all
 // three (the first commit marks the counter active too, for a day). The
 // clock is the test's, so the hour turns when it says.
 func TestViewersAgainWriteNothing(t *testing.T) {
@@ -54,7 +56,7 @@ func TestViewersAgainWriteNothing(t *testing.T) {
 	}{
 		{"three viewers: the shard, the hour, the day and the activity marker", []string{"ana", "ben", "cy"}, 0, 4},
 		{"two of them again, in the same hour", []string{"cy", "ana"}, 0, 0},
-		{"one of them in the next hour: that hour's sketch", []string{"ben"}, time.Hour, 1},
+		{"one of them in the next hour: that hour's sketch, and the shard for its event", []string{"ben"}, time.Hour, 2},
 		{"a new viewer with one seen", []string{"ben", "dee"}, 0, 3},
 	} {
 		now = now.Add(step.next)
@@ -107,7 +109,7 @@ func TestAViewerBackAloneWritesNothing(t *testing.T) {
 // to a shard's sketches this hour, so one of them viewing again costs no
 // Firestore operation at all; another instance reads the sketches and
 // writes nothing; in the next hour the first reads them again and writes
-// that hour's sketch; another incarnation of the id remembers nothing.
+// that hour's sketch (and the shard, for its event); another incarnation of the id remembers nothing.
 func TestAViewerSeenCostsNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("views"))
@@ -146,7 +148,7 @@ func TestAViewerSeenCostsNothing(t *testing.T) {
 		{"the first view: the sketches, and the activity marker", first, c, 0, 3, 4},
 		{"again on the same instance", first, c, 0, 0, 0},
 		{"again on another instance", second, c, 0, 3, 0},
-		{"in the next hour", first, c, time.Hour, 3, 1},
+		{"in the next hour", first, c, time.Hour, 3, 2},
 		{"on the id's next incarnation", first, other, 0, 3, 0},
 	} {
 		now = now.Add(step.next)

@@ -4,23 +4,12 @@ import (
 	"context"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
-
-// SketchesQuery is distinct counter id's shards' sketches of its buckets
-// of g from first to last.
-func (s *Store) SketchesQuery(id string, g windows.Granularity, first, last time.Time) firestore.Query {
-	return s.db.Collection(dm.UnderCounter(id, dm.Sketches)).
-		Where(dm.FieldGranularity, "==", string(g)).
-		Where(dm.FieldStart, ">=", first).Where(dm.FieldStart, "<=", last).
-		OrderBy(dm.FieldStart, firestore.Asc)
-}
 
 // DistinctHistory returns distinct counter id's estimate of the distinct
 // members of each bucket of g starting at starts (consecutive, oldest
@@ -31,7 +20,7 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 	if len(starts) == 0 {
 		return nil, 0, nil
 	}
-	docs, err := s.db.Query(ctx, s.SketchesQuery(id, g, starts[0], starts[len(starts)-1]))
+	docs, err := s.db.Query(ctx, shared.SketchesQuery(s.db, id, g, starts[0], starts[len(starts)-1]))
 	if err != nil {
 		return nil, 0, fs.Classify(err, "read the sketches of "+id)
 	}

@@ -75,6 +75,10 @@ type By string
 
 const (
 	ByCount By = dm.FieldCount
+	// ByEstimate orders a distinct kind's buckets of an hour or a day by
+	// their estimate of its users (a count of a sum it is not: rolling
+	// windows and their upgrade's look, which read counts, never see it).
+	ByEstimate By = dm.FieldEstimate
 	// ByRise orders an hour's buckets by their counter's rise
 	// (windows.Momentum): rising's candidates.
 	ByRise By = dm.FieldRise
@@ -113,10 +117,15 @@ func (s *Store) BucketsQuery(g windows.Granularity, start time.Time, kind string
 }
 
 // Top returns the ranked counters (of kind, when not "") with the highest
-// positive count in the bucket of g starting at start, or by total when g
-// is "": one indexed query, ties broken by counter id.
-func (s *Store) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string) ([]windows.Ranked, error) {
-	ranked, _, err := s.top(ctx, g, start, limit, kind, ByCount, time.Time{})
+// positive count in the bucket of g starting at start (estimated: the
+// highest estimate, of a distinct kind), or by total when g is "": one
+// indexed query, ties broken by counter id.
+func (s *Store) Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, estimated bool) ([]windows.Ranked, error) {
+	by := ByCount
+	if estimated && g != "" {
+		by = ByEstimate
+	}
+	ranked, _, err := s.top(ctx, g, start, limit, kind, by, time.Time{})
 	return ranked, err
 }
 
