@@ -1,0 +1,4 @@
+package windowstore
+
+// HoldsOld is holdsOld, for the tests of the look (look_test.go).
+var HoldsOld = (*Store).holdsOld
