@@ -6,16 +6,12 @@ import (
 
 	"github.com/shardcount/shardcount/internal/erasure"
 	"github.com/shardcount/shardcount/internal/errs"
-	"github.com/shardcount/shardcount/internal/ledger"
 )
 
-// newGate is the instance's erasure gate (internal/erasure): its looks
-// are its own reads, which no caller's budget pays for.
+// newGate is the instance's erasure gate (internal/erasure), which reads
+// the erasures recorded.
 func (core *Core) newGate() *erasure.Gate {
-	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, func(ctx context.Context, since time.Time) (map[string]time.Time, error) {
-		ctx, _ = ledger.New(ledger.WithLabel(ctx, "erasures"), true)
-		return core.members.ErasuresSince(ctx, since)
-	})
+	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, core.members.ErasuresSince)
 }
 
 // admitAfterErasure refuses caller's token when it was issued before the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
+	"github.com/shardcount/shardcount/internal/ledger"
 )
 
 // The gate: a user's ID tokens issued before their erasure began make
@@ -56,7 +57,8 @@ type Gate struct {
 
 // NewGate returns the gate of an instance that looks every check
 // (ERASURE_CHECK), each look with read under deadline
-// (FIRESTORE_DEADLINE).
+// (FIRESTORE_DEADLINE): the instance's own read (ledger.Own, booked as
+// "erasures"), which no caller's budget pays for.
 func NewGate(check, deadline time.Duration, now func() time.Time, read Since) *Gate {
 	return &Gate{check: check, deadline: deadline, now: now, read: read}
 }
@@ -101,7 +103,7 @@ func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 	}
 	g.mu.Unlock()
 	// Others count on a shared look: a caller that gives up does not end it.
-	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.deadline)
+	lookCtx, cancel := ledger.Own(ctx, "erasures", time.Now().Add(g.deadline))
 	defer cancel()
 	found, err := g.read(lookCtx, since)
 	g.mu.Lock()

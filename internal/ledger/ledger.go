@@ -12,6 +12,7 @@ package ledger
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // Ledger is one request's accounts; safe for concurrent use.
@@ -87,4 +88,15 @@ func Label(ctx context.Context) string {
 		return label
 	}
 	return "other"
+}
+
+// Own is ctx for one of the instance's own reads, which callers share
+// and none pays for (a look the next callers count on): detached from
+// ctx's cancellation, so that a caller who gives up does not waste it for
+// the others; ended at deadline instead; and booked under label, exempt
+// from any caller's budget.
+func Own(ctx context.Context, label string, deadline time.Time) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	ctx, _ = New(WithLabel(ctx, label), true)
+	return ctx, cancel
 }

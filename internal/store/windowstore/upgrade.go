@@ -82,9 +82,8 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	if !ok {
 		d = time.Now().Add(holdsOldFor) // a caller without a deadline (none deployed) holds no look longer
 	}
-	lookCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d)
+	lookCtx, cancel := ledger.Own(ctx, "upgrade", d)
 	defer cancel()
-	lookCtx, _ = ledger.New(ledger.WithLabel(lookCtx, "upgrade"), true)
 	all, err := s.db.CountOf(lookCtx, s.BucketsQuery(g, start, "", ByCount), at)
 	var carried int64
 	if err == nil {
