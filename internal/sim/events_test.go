@@ -101,7 +101,11 @@ func (w *world) deliver(id string, dup int, ch fsmodel.Change, at time.Time, att
 		to = w.script.to(ch.Name[len(root):])
 	}
 	handler := w.handler(to, "rollupCounter")
+	run := w.instances[to].crashes
 	w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
+		if w.crashedSince(to, run) {
+			rec = lostAnswer() // unacknowledged: delivered again
+		}
 		w.tracef("  event %s (attempt %d) -> %d", id, attempt, rec.Code)
 		switch {
 		case rec.Code < 300:

@@ -163,15 +163,30 @@ func (w *world) send(o *op, method, body string, done func()) {
 	// Each request starts in a step of its own, even with others at the
 	// same instant: it runs until it waits before the next starts, so which
 	// of two requests queues first in a group commit is the seed's.
+	run := w.instances[o.inst].crashes
 	w.at(time.Now(), func() {
 		w.tracef("  %s sent", o)
-		w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() { w.answered(o, rec, cancel, done) })
+		w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
+			if w.crashedSince(o.inst, run) {
+				rec = lostAnswer() // the connection dropped with the instance
+			}
+			w.answered(o, rec, cancel, done)
+		})
 	})
 	if w.noisy() && w.rng.Float64() < w.cfg.pCancel {
 		// The client gives up (its connection drops): the handler's
 		// context ends; what it sent to Firestore may still apply.
 		w.at(time.Now().Add(time.Duration(w.rng.IntN(2000))*time.Millisecond), cancel)
 	}
+}
+
+// lostAnswer is what a client hears of a request whose instance crashed
+// under it: no answer, a 503 (so a client with a key retries).
+func lostAnswer() *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	rec.WriteHeader(http.StatusServiceUnavailable)
+	rec.WriteString(`{"error":{"code":"UNAVAILABLE","message":"no answer: the instance crashed"}}`)
+	return rec
 }
 
 // pageTokens are left out of the trace: an erasure's are signed with a

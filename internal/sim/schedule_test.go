@@ -17,6 +17,9 @@ func (w *world) randomSchedule() {
 		}
 		w.at(start, func() { w.create(id, i%2 == 0) })
 	}
+	for range w.cfg.crashes {
+		w.at(start.Add(time.Duration(w.rng.Int64N(int64(w.cfg.activeFor)))), func() { w.crash(w.pick()) })
+	}
 	for range w.cfg.ops {
 		t := start.Add(10*time.Millisecond + time.Duration(w.rng.Int64N(int64(w.cfg.activeFor))))
 		id := w.counters[w.rng.IntN(len(w.counters))]

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/service"
@@ -31,6 +33,12 @@ type instance struct {
 	// ahead is how far its clock is ahead of the simulation's (within the
 	// schedule's apart, either way): its servers share it.
 	ahead time.Duration
+	// gone is set when this run of the instance crashed: its servers send
+	// no Firestore call more, and what they answer is lost. crashes counts
+	// the runs that ended so; retired are their servers, closed at the end.
+	gone    *atomic.Bool
+	crashes int
+	retired []*service.Server
 }
 
 // startInstances builds the instances with settings env, each server
@@ -45,14 +53,56 @@ func (w *world) startInstances(env map[string]string) {
 		if w.cfg.apart > 0 {
 			in.ahead = time.Duration(w.rng.Int64N(int64(2*w.cfg.apart)+1)) - w.cfg.apart
 		}
-		for f := range per {
-			api := &simAPI{d: w.d, m: w.model, inst: i*per + f}
-			deps := w.deps(api)
-			deps.Now = in.now
-			in.servers = append(in.servers, service.NewWith(func(k string) string { return env[k] }, deps))
-		}
+		w.boot(in, per, env)
 		w.instances = append(w.instances, in)
 	}
+}
+
+// boot starts a run of instance in: per servers of settings env, with
+// nothing in memory.
+func (w *world) boot(in *instance, per int, env map[string]string) {
+	in.gone, in.servers = new(atomic.Bool), nil
+	for f := range per {
+		api := &simAPI{d: w.d, m: w.model, inst: in.n*per + f, gone: in.gone}
+		deps := w.deps(api)
+		deps.Now = in.now
+		in.servers = append(in.servers, service.NewWith(func(k string) string { return env[k] }, deps))
+	}
+}
+
+// crash ends the run of instance n at once, as a process killed
+// mid-batch: its calls already sent to Firestore apply or not as the
+// driver decides, it sends none more, the answers of its requests and
+// events in flight are lost, and a new run of it (its caches, budgets
+// and erasure gate empty) takes the requests that follow.
+func (w *world) crash(n int) {
+	in := w.instances[n]
+	w.tracef("instance %d crashed; it starts again", n)
+	in.gone.Store(true)
+	in.retired = append(in.retired, in.servers...)
+	in.crashes++
+	w.crashed.crashes++
+	w.boot(in, len(in.servers), w.settings())
+}
+
+// crashedSince says whether instance n crashed after its run numbered
+// run began (instance.crashes then): what it was answering is lost.
+func (w *world) crashedSince(n, run int) bool {
+	if w.instances[n].crashes == run {
+		return false
+	}
+	w.crashed.lost++
+	return true
+}
+
+// crashStats count the crashes of a run of schedules, and the answers of
+// requests and events lost with them.
+type crashStats struct{ crashes, lost int }
+
+func (s *crashStats) add(o crashStats) { s.crashes, s.lost = s.crashes+o.crashes, s.lost+o.lost }
+
+func (s crashStats) String() string {
+	return fmt.Sprintf("%d instances crashed mid-work, %d answers of requests and events lost with them", s.crashes, s.lost)
 }
 
 // now is the instance's clock.
@@ -97,7 +147,7 @@ func (w *world) handler(inst int, fn string) http.Handler {
 // close releases the instances, so the bubble's goroutines end.
 func (w *world) close() {
 	for _, in := range w.instances {
-		for _, s := range in.servers {
+		for _, s := range append(in.servers, in.retired...) {
 			s.Close()
 		}
 	}

@@ -62,11 +62,13 @@ func TestSimulation(t *testing.T) {
 	failures, undecided := 0, 0
 	var choices choiceStats
 	var lives lifeStats
+	var crashed crashStats
 	for _, seed := range seeds {
 		res := runSeed(t, seed, *seedFlag != 0)
 		undecided += res.undecided
 		choices.add(res.choices)
 		lives.add(res.lives)
+		crashed.add(res.crashed)
 		if res.trace != nil {
 			t.Log("trace:\n" + strings.Join(res.trace, "\n"))
 		}
@@ -83,7 +85,7 @@ func TestSimulation(t *testing.T) {
 				seed, seed, res.cfg, strings.Join(res.problems, "\n"))
 		}
 	}
-	t.Logf("%d schedules; %d cases the checkers could not judge (a reset raced by unkeyed increments, a ranking not exact, a serial-order search past its budget); %s; %s", len(seeds), undecided, choices, lives)
+	t.Logf("%d schedules; %d cases the checkers could not judge (a reset raced by unkeyed increments, a ranking not exact, a serial-order search past its budget); %s; %s; %s", len(seeds), undecided, choices, lives, crashed)
 	// About 0.3 a schedule (1.3 under -race): a checker that judges far less has stopped
 	// checking, which must not pass.
 	if undecided > 5*len(seeds) {
@@ -100,6 +102,7 @@ type result struct {
 	cfg             config
 	undecided       int
 	lives           lifeStats
+	crashed         crashStats
 	choices         choiceStats
 }
 
@@ -120,7 +123,7 @@ func runSeed(t *testing.T, seed uint64, tracing bool) result {
 		w.tracing = tracing
 		w.randomSchedule()
 		res.problems = w.run()
-		res.trace, res.undecided, res.choices, res.lives = w.trace, w.undecided, w.choices, w.lives()
+		res.trace, res.undecided, res.choices, res.lives, res.crashed = w.trace, w.undecided, w.choices, w.lives(), w.crashed
 		w.close()
 	})
 	return res

@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shardcount/shardcount/internal/fsmodel"
 	"github.com/shardcount/shardcount/internal/httpapi"
@@ -69,6 +71,7 @@ type config struct {
 	audits     bool    // full audits of every counter ({"full": true}) among the work
 	split      bool    // each function of an instance a server of its own, as deployed
 	erasures   bool    // eraseMember of a user or two while they like and react
+	crashes    int     // instances killed mid-work (mid-batch), each started again at once
 	// boundary: the schedule starts 4 s before an hour ends, which is
 	// midnight in its TIME_ZONE, so its rankings' windows cross both.
 	boundary bool
@@ -123,6 +126,9 @@ func randomConfig(r *rand.Rand) config {
 		erasures:   r.IntN(3) == 0,
 		split:      r.IntN(2) == 0,
 	}
+	if r.IntN(3) == 0 {
+		c.crashes = 1 + r.IntN(2)
+	}
 	c.env = map[string]string{
 		// Settings varied between schedules: a batch of one op to one
 		// past a flush's bound; one activity shard, or many.
@@ -171,6 +177,7 @@ type world struct {
 	planted   map[time.Time]bool // commits written outside the functions (scripted), a base like a reset's
 	nth       map[string]int     // calls made so far for each tag (scripted)
 	undecided int                // cases a checker could not judge
+	crashed   crashStats         // instances killed, and the answers lost with them
 	choices   choiceStats        // what checkChoices judged, and how
 
 	problems []string
@@ -379,34 +386,44 @@ type simAPI struct {
 	d    *driver
 	m    *fsmodel.Model
 	inst int
+	gone *atomic.Bool // its instance's run crashed
+}
+
+// do is a call of this server's through the driver; none once its
+// instance's run crashed (a process gone sends nothing).
+func (a *simAPI) do(ctx context.Context, method string, req proto.Message, mutates bool, apply func() (any, error)) (any, error) {
+	if a.gone.Load() {
+		return nil, status.Error(codes.Unavailable, "the instance crashed: nothing was sent")
+	}
+	return a.d.do(ctx, a.inst, method, req, mutates, apply)
 }
 
 func (a *simAPI) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitResponse, error) {
-	v, err := a.d.do(ctx, a.inst, "Commit", req, true, func() (any, error) { return a.m.Commit(context.Background(), req) })
+	v, err := a.do(ctx, "Commit", req, true, func() (any, error) { return a.m.Commit(context.Background(), req) })
 	resp, _ := v.(*pb.CommitResponse)
 	return resp, err
 }
 
 func (a *simAPI) BatchGetDocuments(ctx context.Context, req *pb.BatchGetDocumentsRequest) ([]*pb.BatchGetDocumentsResponse, error) {
-	v, err := a.d.do(ctx, a.inst, "BatchGet", req, false, func() (any, error) { return a.m.BatchGetDocuments(context.Background(), req) })
+	v, err := a.do(ctx, "BatchGet", req, false, func() (any, error) { return a.m.BatchGetDocuments(context.Background(), req) })
 	resp, _ := v.([]*pb.BatchGetDocumentsResponse)
 	return resp, err
 }
 
 func (a *simAPI) RunQuery(ctx context.Context, req *pb.RunQueryRequest) ([]*pb.RunQueryResponse, error) {
-	v, err := a.d.do(ctx, a.inst, "RunQuery", req, false, func() (any, error) { return a.m.RunQuery(context.Background(), req) })
+	v, err := a.do(ctx, "RunQuery", req, false, func() (any, error) { return a.m.RunQuery(context.Background(), req) })
 	resp, _ := v.([]*pb.RunQueryResponse)
 	return resp, err
 }
 
 func (a *simAPI) RunAggregationQuery(ctx context.Context, req *pb.RunAggregationQueryRequest) ([]*pb.RunAggregationQueryResponse, error) {
-	v, err := a.d.do(ctx, a.inst, "Aggregate", req, false, func() (any, error) { return a.m.RunAggregationQuery(context.Background(), req) })
+	v, err := a.do(ctx, "Aggregate", req, false, func() (any, error) { return a.m.RunAggregationQuery(context.Background(), req) })
 	resp, _ := v.([]*pb.RunAggregationQueryResponse)
 	return resp, err
 }
 
 func (a *simAPI) ListCollectionIds(ctx context.Context, req *pb.ListCollectionIdsRequest) ([]string, error) {
-	v, err := a.d.do(ctx, a.inst, "ListCollections", req, false, func() (any, error) { return a.m.ListCollectionIds(context.Background(), req) })
+	v, err := a.do(ctx, "ListCollections", req, false, func() (any, error) { return a.m.ListCollectionIds(context.Background(), req) })
 	resp, _ := v.([]string)
 	return resp, err
 }
