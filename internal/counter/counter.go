@@ -159,10 +159,11 @@ type Rollup struct {
 	// Changes are a choice counter's changes by choice (Next.Counts less
 	// the document's), added to the same buckets.
 	Changes map[string]int64
-	// Estimate are the buckets the commit sets to the estimate of their
-	// sketches (a distinct counter's: windows.Calendar.Reached), whose
-	// Change is 0.
-	Estimate []windows.Bucket
+	// EstimateSince, when not zero, has the commit set a distinct
+	// counter's hours and days since then (the roll-up before's read
+	// time, or its creation) to the estimate of their sketches
+	// (windows.Calendar.Reached); its Change is 0.
+	EstimateSince time.Time
 	// Reshard writes Next.NumShards and Next.Reshard too.
 	Reshard bool
 	// Correct, when not 0, is added to one shard in the same commit, and

@@ -106,7 +106,7 @@ func New(cfg config.Config, store Store, now func() time.Time) *Reconciler {
 	if now == nil {
 		now = time.Now
 	}
-	return &Reconciler{cfg: cfg, store: store, now: now, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, Kinds: cfg.Kinds, Calendar: cfg.Calendar, Now: now,
+	return &Reconciler{cfg: cfg, store: store, now: now, roller: rollup.New(store, rollup.Options{Cadence: cfg.RollupCadence, Kinds: cfg.Kinds, Now: now,
 		AutoSharding: rollup.AutoSharding{Enabled: cfg.AutoSharding, Target: cfg.AutoShardingTarget, Interval: cfg.AutoShardingInterval, UserMaxShards: cfg.UserMaxShards}})}
 }
 

@@ -107,7 +107,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 			log.Warn("reconciled a stale roll-up", "count", sums.Count,
 				"previous_count", c.Count, "previous_as_of", c.AsOf, "merged", merged)
 		}
-		out = Outcome{Checked: true, Corrected: sums.Count != c.Count || changes(c.Counts, sums.Counts) != nil || lost, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
+		out = Outcome{Checked: true, Corrected: sums.Count != c.Count || changes(c.Counts, sums.Counts) != nil, Drift: drift, Again: again, Behind: readTime.Sub(c.AsOf)}
 		return false, nil
 	})
 	if err == nil && unnamed && !r.nameMemberKinds(ctx, id) {

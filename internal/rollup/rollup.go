@@ -52,7 +52,6 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/sizedlru"
-	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // Store is the storage the roll-up runs on (the service's reconcileStores:
@@ -129,9 +128,6 @@ type Options struct {
 	// Kinds are the app's kinds: which may grow (AutoSharding), and which
 	// mirror their counts into the app's documents.
 	Kinds counter.Kinds
-	// Calendar says where the hours and days begin whose estimates a
-	// distinct counter's roll-up sets.
-	Calendar windows.Calendar
 	// Clock is the roller's time and sleep (nil: Now's, with real timers);
 	// Now the instance's clock (nil: time.Now).
 	Clock Clock
@@ -144,7 +140,6 @@ type Roller struct {
 	cadence time.Duration
 	auto    AutoSharding
 	kinds   counter.Kinds
-	cal     windows.Calendar
 	clock   Clock
 	known   *sizedlru.Cache[string, knowledge]
 }
@@ -178,7 +173,7 @@ func New(store Store, opts Options) *Roller {
 	}
 	auto := opts.AutoSharding
 	auto.Kinds = opts.Kinds
-	return &Roller{store: store, cadence: opts.Cadence, auto: auto, kinds: opts.Kinds, cal: opts.Calendar, clock: clock, known: known}
+	return &Roller{store: store, cadence: opts.Cadence, auto: auto, kinds: opts.Kinds, clock: clock, known: known}
 }
 
 // Event is a shard write as its event tells it.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/logging"
-	"github.com/shardcount/shardcount/internal/windows"
 )
 
 // write is the one write path of the roll-up and of Reconcile: the
@@ -18,15 +17,14 @@ import (
 func (r *Roller) write(ctx context.Context, c counter.Counter, sums counter.Sums, readTime time.Time, merged bool, correct counter.Sums) (bool, error) {
 	next, grew := r.next(ctx, c, sums, readTime)
 	change := next.Count - c.Count
-	var estimate []windows.Bucket
+	var since time.Time
 	if c.Mode.Estimates() { // a change of an estimate counts nobody in a window: its buckets are set to theirs
-		since := c.AsOf
+		change, since = 0, c.AsOf
 		if since.Before(c.CreatedAt) {
-			since = time.Time{} // never rolled up: a first use's counter says the epoch
+			since = c.CreatedAt // never rolled up: a first use's counter says the epoch
 		}
-		change, estimate = 0, r.cal.Reached(windows.Sketched, since, readTime)
 	}
-	ru := counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts), Estimate: estimate,
+	ru := counter.Rollup{Next: next, Change: change, Changes: changes(c.Counts, next.Counts), EstimateSince: since,
 		Reshard: grew || merged, Correct: correct.Count, CorrectCounts: correct.Counts}
 	if c.Kind != "" { // the mirror of a kind's counter, in the app's document
 		ru.MirrorPath, ru.MirrorField, _ = r.kinds[c.Kind].MirrorOf(c.ID)

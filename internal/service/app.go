@@ -76,7 +76,7 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 			ReadsPerQuery:     instrumentstore.QueryReads,
 		}, core.Options{Now: deps.Now, Metrics: telemetry.Increments{}}),
 		reconciler: reconcile.New(cfg, reconcileStores{counters, members,
-			rollupstore.New(base, rollupstore.Options{Windows: cfg.Windows, Calendar: cfg.Calendar, Remember: counters.Remember})}, deps.Now),
+			rollupstore.New(base, rollupstore.Options{Windows: cfg.Windows, Calendar: cfg.Calendar, Settle: cfg.FirestoreDeadline + time.Second, Remember: counters.Remember})}, deps.Now),
 	}
 	if deps.Authenticate != nil {
 		a.authenticate = deps.Authenticate

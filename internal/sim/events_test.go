@@ -101,11 +101,7 @@ func (w *world) deliver(id string, dup int, ch fsmodel.Change, at time.Time, att
 		to = w.script.to(ch.Name[len(root):])
 	}
 	handler := w.handler(to, "rollupCounter")
-	run := w.instances[to].crashes
-	w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
-		if w.crashedSince(to, run) {
-			rec = lostAnswer() // unacknowledged: delivered again
-		}
+	acked := func(rec *httptest.ResponseRecorder) {
 		w.tracef("  event %s (attempt %d) -> %d", id, attempt, rec.Code)
 		switch {
 		case rec.Code < 300:
@@ -116,6 +112,12 @@ func (w *world) deliver(id string, dup int, ch fsmodel.Change, at time.Time, att
 			}
 		default:
 			w.problem("the event %s of %s was refused: %d %s", id, ch.Name[len(root):], rec.Code, rec.Body.String())
+		}
+	}
+	f := w.instances[to].fly(func() { acked(lostAnswer()) }) // unacknowledged: delivered again
+	w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
+		if f.land() {
+			acked(rec)
 		}
 	})
 }

@@ -159,18 +159,17 @@ func (w *world) send(o *op, method, body string, done func()) {
 		req.Header.Set("Idempotency-Key", o.key)
 	}
 	rec := httptest.NewRecorder()
-	handler := w.handler(o.inst, o.fn)
 	// Each request starts in a step of its own, even with others at the
 	// same instant: it runs until it waits before the next starts, so which
 	// of two requests queues first in a group commit is the seed's.
-	run := w.instances[o.inst].crashes
 	w.at(time.Now(), func() {
 		w.tracef("  %s sent", o)
+		handler := w.handler(o.inst, o.fn)
+		f := w.instances[o.inst].fly(func() { w.answered(o, lostAnswer(), cancel, done) }) // the connection dropped with the instance
 		w.d.spawn(func() { handler.ServeHTTP(rec, req) }, func() {
-			if w.crashedSince(o.inst, run) {
-				rec = lostAnswer() // the connection dropped with the instance
+			if f.land() {
+				w.answered(o, rec, cancel, done)
 			}
-			w.answered(o, rec, cancel, done)
 		})
 	})
 	if w.noisy() && w.rng.Float64() < w.cfg.pCancel {

@@ -34,11 +34,37 @@ type instance struct {
 	// schedule's apart, either way): its servers share it.
 	ahead time.Duration
 	// gone is set when this run of the instance crashed: its servers send
-	// no Firestore call more, and what they answer is lost. crashes counts
-	// the runs that ended so; retired are their servers, closed at the end.
-	gone    *atomic.Bool
-	crashes int
-	retired []*service.Server
+	// no Firestore call more, and what they answer is lost. inflight are
+	// the requests and events this run is answering; retired the servers
+	// of the runs before, closed at the end.
+	gone     *atomic.Bool
+	inflight []*flight
+	retired  []*service.Server
+}
+
+// flight is a request or an event an instance's run is answering: its
+// answer lands, or the run crashes first and lost tells the caller at
+// once that no answer comes.
+type flight struct {
+	lost   func()
+	landed bool
+}
+
+// fly records a request or event the instance's run starts answering.
+func (in *instance) fly(lost func()) *flight {
+	f := &flight{lost: lost}
+	in.inflight = append(slices.DeleteFunc(in.inflight, func(f *flight) bool { return f.landed }), f)
+	return f
+}
+
+// land reports whether the answer of f reaches its caller: not when its
+// run crashed before it ended (the caller heard so then).
+func (f *flight) land() bool {
+	if f.landed {
+		return false
+	}
+	f.landed = true
+	return true
 }
 
 // startInstances builds the instances with settings env, each server
@@ -80,19 +106,16 @@ func (w *world) crash(n int) {
 	w.tracef("instance %d crashed; it starts again", n)
 	in.gone.Store(true)
 	in.retired = append(in.retired, in.servers...)
-	in.crashes++
 	w.crashed.crashes++
 	w.boot(in, len(in.servers), w.settings())
-}
-
-// crashedSince says whether instance n crashed after its run numbered
-// run began (instance.crashes then): what it was answering is lost.
-func (w *world) crashedSince(n, run int) bool {
-	if w.instances[n].crashes == run {
-		return false
+	flying := in.inflight
+	in.inflight = nil
+	for _, f := range flying {
+		if f.land() { // answered with the crash, in the order they were sent
+			w.crashed.lost++
+			f.lost()
+		}
 	}
-	w.crashed.lost++
-	return true
 }
 
 // crashStats count the crashes of a run of schedules, and the answers of

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -141,19 +140,6 @@ func (w *world) rankings(n int) {
 	}
 }
 
-// checkEstimatedRanking: a distinct kind's ranking of the current hour is
-// the top of its counters' hour buckets by estimate.
-func (w *world) checkEstimatedRanking(o *op) {
-	if !o.ok() {
-		w.problem("%s failed while everything was quiet", o)
-		return
-	}
-	want := bruteForceTop(w, windows.Hour, w.cal.Start(windows.Hour, w.instances[o.inst].now()), 5, "estimate", isDistinct)
-	if !slices.Equal(o.answer.Counters, want) {
-		w.problem("%s ranks %v; its buckets rank %v", o, o.answer.Counters, want)
-	}
-}
-
 // rankingFilter is what a ranking is of: every counter, one kind's (by
 // count), or one choice's of a choice kind.
 type rankingFilter struct{ kind, choice string }
@@ -193,9 +179,9 @@ type ranked struct {
 // checkRanking: a ranking of the current hour is the top of its hour
 // buckets; one of a rolling window that says it is exact is the top of
 // the window's minutes (hours), of the counters its hour (day) buckets
-// rank (a distinct counter's hour only ranks by its estimate). One that is not exact is counted, and must be a prefix of that
-// top. Of a choice, the buckets are the choice's; of a kind, its
-// counters'.
+// rank (no distinct counter: checkEstimatedRanking). One that is not
+// exact is counted, and must be a prefix of that top. Of a choice, the
+// buckets are the choice's; of a kind, its counters'.
 func (w *world) checkRanking(o *op, window string, f rankingFilter) {
 	if !o.ok() {
 		w.problem("%s failed while everything was quiet", o)
@@ -250,30 +236,3 @@ func (w *world) ids() []string {
 }
 
 func (r ranked) String() string { return fmt.Sprintf("%s:%d", r.CounterID, r.Count) }
-
-// checkEstimates: a distinct counter's buckets are its hours and days
-// that hold sketches, each holding the estimate of its shards' sketches
-// merged, as the roll-ups after its last views set it (a change of an
-// estimate counts nobody in a window, so none adds to it).
-func (w *world) checkEstimates(id string) {
-	sketches := map[string][]*pb.Document{}
-	for _, d := range w.under(id, "sketches", time.Time{}) {
-		g, start := windows.Granularity(field(d, "granularity").GetStringValue()), field(d, "start").GetTimestampValue().AsTime()
-		sketches[windows.DocID(g, start)] = append(sketches[windows.DocID(g, start)], d)
-	}
-	buckets := map[string]int64{}
-	for _, b := range w.under(id, "windows", time.Time{}) {
-		buckets[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
-	}
-	for _, bucket := range slices.Sorted(maps.Keys(sketches)) {
-		want := w.merged(id, sketches[bucket]).Estimate()
-		if got, ok := buckets[bucket]; !ok || got != want {
-			w.problem("distinct counter %s's bucket %s holds %d (%v), its sketches estimate %d", id, bucket, got, ok, want)
-		}
-	}
-	for _, bucket := range slices.Sorted(maps.Keys(buckets)) {
-		if sketches[bucket] == nil {
-			w.problem("distinct counter %s has a bucket %s with no sketches", id, bucket)
-		}
-	}
-}

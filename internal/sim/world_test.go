@@ -240,7 +240,7 @@ func newWorld(r *rand.Rand, cfg config) *world {
 		// Counters of kinds, which their first use creates; reads of a
 		// post of the app's, which exists (p2 does not: noPost).
 		w.counters = append(w.counters, "likes:p"+strconv.Itoa(r.IntN(100)), "views:p"+strconv.Itoa(r.IntN(100)), "reads:p1",
-			"follows:p"+strconv.Itoa(r.IntN(100)), "watchers:p"+strconv.Itoa(r.IntN(100)))
+			"follows:p"+strconv.Itoa(r.IntN(100)), "watchers:p"+strconv.Itoa(r.IntN(100)), "watchers:q"+strconv.Itoa(r.IntN(100)))
 		if _, err := w.model.Commit(context.Background(), &pb.CommitRequest{Writes: []*pb.Write{{
 			Operation: &pb.Write_Update{Update: &pb.Document{Name: root + "posts/p1"}}}}}); err != nil {
 			panic(err)

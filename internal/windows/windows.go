@@ -35,38 +35,29 @@ var All = []Granularity{Minute, Hour, Day}
 // minute.
 var Sketched = []Granularity{Hour, Day}
 
-// Bucket names one bucket of a counter: its granularity and start.
-type Bucket struct {
-	G     Granularity
-	Start time.Time
+// Span is the buckets of granularity G from the one starting at First to
+// the one starting at Last.
+type Span struct {
+	G           Granularity
+	First, Last time.Time
 }
 
-// Settle is how long after a bucket ends the roll-ups of a distinct
-// counter set it again: a view stamped in its last moments may commit
-// that much later (a commit's deadline, the instances' clocks' skew).
-const Settle = time.Minute
-
-// Reached are the buckets of gs a roll-up read at at sets (a distinct
-// counter's, to its sketches' estimate): for each granularity, the one
-// holding at, and before it the one holding since (the roll-up before's
-// read time, zero for none: at) when it is older, or the one just before
-// while since is within Settle of its end: the views of its last moments
-// may roll up after it ended (a counter's first, in its first roll-up).
-func (cal Calendar) Reached(gs []Granularity, since, at time.Time) []Bucket {
-	if since.IsZero() {
-		since = at
+// Reached are, for each of gs, the buckets a roll-up read at at sets (a
+// distinct counter's, to their sketches' estimate): from the one holding
+// since (the roll-up before's read time, or the counter's creation), or
+// settle before at when that is earlier, to the one holding settle after
+// at. Views between two roll-ups far apart are in every bucket between
+// them; one stamped in a bucket's last moments may commit up to settle
+// after it ended (a commit's deadline, the instances' clocks' skew), and
+// one stamped by a clock ahead lands in the bucket after.
+func (cal Calendar) Reached(gs []Granularity, since, at time.Time, settle time.Duration) []Span {
+	from := at.Add(-settle)
+	if since.Before(from) {
+		from = since
 	}
-	var out []Bucket
+	var out []Span
 	for _, g := range gs {
-		start := cal.Start(g, at)
-		before := cal.Start(g, since)
-		if !before.Before(start) && since.Before(start.Add(Settle)) {
-			before = cal.Step(g, start, -1)
-		}
-		if before.Before(start) {
-			out = append(out, Bucket{g, before})
-		}
-		out = append(out, Bucket{g, start})
+		out = append(out, Span{g, cal.Start(g, from), cal.Start(g, at.Add(settle))})
 	}
 	return out
 }

@@ -251,34 +251,28 @@ func TestARollingDayStartsWithinTwoDays(t *testing.T) {
 
 func TestARollUpSetsTheBucketsItReached(t *testing.T) {
 	at := func(s string) time.Time { t2, _ := time.Parse(time.RFC3339, s); return t2 }
-	bucket := func(g Granularity, s string) Bucket { return Bucket{g, at(s)} }
+	span := func(g Granularity, first, last string) Span { return Span{g, at(first), at(last)} }
 	for _, tc := range []struct {
 		name      string
 		since, at string
-		want      []Bucket
+		want      []Span
 	}{
-		{"the first roll-up", "", "2026-11-23T05:17:42Z",
-			[]Bucket{bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
-		{"the first roll-up, within a minute of the hour: its first views may be the hour before's", "", "2026-11-23T05:00:03Z",
-			[]Bucket{bucket(Hour, "2026-11-23T04:00:00Z"), bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
 		{"within one hour", "2026-11-23T05:01:00Z", "2026-11-23T05:17:42Z",
-			[]Bucket{bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
-		{"across an hour: its last estimate", "2026-11-23T04:59:58Z", "2026-11-23T05:00:03Z",
-			[]Bucket{bucket(Hour, "2026-11-23T04:00:00Z"), bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
-		{"across midnight", "2026-11-22T23:59:58Z", "2026-11-23T00:00:03Z",
-			[]Bucket{bucket(Hour, "2026-11-22T23:00:00Z"), bucket(Hour, "2026-11-23T00:00:00Z"), bucket(Day, "2026-11-22T00:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
-		{"within a minute of the hour: the hour before again, for late views", "2026-11-23T05:00:03Z", "2026-11-23T05:00:40Z",
-			[]Bucket{bucket(Hour, "2026-11-23T04:00:00Z"), bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
+			[]Span{span(Hour, "2026-11-23T05:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"across an hour: its last views", "2026-11-23T04:59:58Z", "2026-11-23T05:00:03Z",
+			[]Span{span(Hour, "2026-11-23T04:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"within a minute of the hour: the hour before again, for late commits", "2026-11-23T05:00:03Z", "2026-11-23T05:00:40Z",
+			[]Span{span(Hour, "2026-11-23T04:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
 		{"the roll-up before read past the minute", "2026-11-23T05:01:01Z", "2026-11-23T05:01:13Z",
-			[]Bucket{bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
-		{"after a long quiet: the bucket it last saw", "2026-11-21T10:00:00Z", "2026-11-23T05:17:42Z",
-			[]Bucket{bucket(Hour, "2026-11-21T10:00:00Z"), bucket(Hour, "2026-11-23T05:00:00Z"), bucket(Day, "2026-11-21T00:00:00Z"), bucket(Day, "2026-11-23T00:00:00Z")}},
+			[]Span{span(Hour, "2026-11-23T05:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"within a minute of the next hour: a clock ahead is in it", "2026-11-23T05:58:50Z", "2026-11-23T05:59:30Z",
+			[]Span{span(Hour, "2026-11-23T05:00:00Z", "2026-11-23T06:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"across midnight", "2026-11-22T23:59:58Z", "2026-11-23T00:00:03Z",
+			[]Span{span(Hour, "2026-11-22T23:00:00Z", "2026-11-23T00:00:00Z"), span(Day, "2026-11-22T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"after a quiet hour: every hour between, the one a view at its end is in too", "2026-11-23T03:10:00Z", "2026-11-23T05:00:00.03Z",
+			[]Span{span(Hour, "2026-11-23T03:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
 	} {
-		var since time.Time
-		if tc.since != "" {
-			since = at(tc.since)
-		}
-		if got := UTC.Reached(Sketched, since, at(tc.at)); !slices.Equal(got, tc.want) {
+		if got := UTC.Reached(Sketched, at(tc.since), at(tc.at), time.Minute); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -21,9 +21,8 @@ import (
 // shard, the hour and the day hold already write nothing, a viewer back
 // in a new hour writes that hour's sketch and the shard as it was (its
 // event rolls the counter up, which sets the hour's estimate), and a new
-// viewer all
-// three (the first commit marks the counter active too, for a day). The
-// clock is the test's, so the hour turns when it says.
+// viewer all three (the first commit marks the counter active too, for
+// a day). The clock is the test's, so the hour turns when it says.
 func TestViewersAgainWriteNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("views"))
@@ -109,7 +108,8 @@ func TestAViewerBackAloneWritesNothing(t *testing.T) {
 // to a shard's sketches this hour, so one of them viewing again costs no
 // Firestore operation at all; another instance reads the sketches and
 // writes nothing; in the next hour the first reads them again and writes
-// that hour's sketch (and the shard, for its event); another incarnation of the id remembers nothing.
+// that hour's sketch (and the shard, for its event); another incarnation
+// of the id remembers nothing.
 func TestAViewerSeenCostsNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.DB(t, testenv.NewProjectID("views"))

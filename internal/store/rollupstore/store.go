@@ -30,6 +30,11 @@ type Options struct {
 	Windows windows.Retention
 	// Calendar says where buckets begin.
 	Calendar windows.Calendar
+	// Settle is how long after a bucket ends a view stamped in it may
+	// commit (FIRESTORE_DEADLINE, and a second of the instances' clocks'
+	// skew): a distinct counter's roll-ups set it again until then
+	// (windows.Calendar.Reached). Zero: a minute.
+	Settle time.Duration
 	// Remember, when set, is told of a counter document a roll-up wrote
 	// with a new shard count (counterstore.Store.Remember: this instance's
 	// cache holds what it wrote), from when the commit was sent.
@@ -38,6 +43,9 @@ type Options struct {
 
 // New returns the store on base.
 func New(base *shared.Base, opts Options) *Store {
+	if opts.Settle == 0 {
+		opts.Settle = time.Minute
+	}
 	if opts.Remember == nil {
 		opts.Remember = func(counter.Counter, time.Time) {}
 	}

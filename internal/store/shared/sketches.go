@@ -21,23 +21,28 @@ func SketchesQuery(db *fs.DB, id string, g windows.Granularity, first, last time
 		OrderBy(dm.FieldStart, firestore.Asc)
 }
 
-// BucketEstimate is the estimate of distinct counter id's users in its
-// bucket b, its shards' sketches of b merged, as of at (zero: now): one
-// query, a read a sketch that exists.
-func BucketEstimate(ctx context.Context, db *fs.DB, id string, b windows.Bucket, at time.Time) (int64, error) {
-	docs, _, err := db.QueryAt(ctx, SketchesQuery(db, id, b.G, b.Start, b.Start), at)
+// SketchesByStart are distinct counter id's users in each bucket of g
+// from first to last that holds sketches, by start (UTC): its shards'
+// sketches of it merged, as of at (zero: now). One query, a read a sketch
+// that exists; a sketch that does not decode is DATA_LOSS.
+func SketchesByStart(ctx context.Context, db *fs.DB, id string, g windows.Granularity, first, last, at time.Time) (map[time.Time]*distinct.Sketch, error) {
+	docs, _, err := db.QueryAt(ctx, SketchesQuery(db, id, g, first, last), at)
 	if err != nil {
-		return 0, fs.Classify(err, "read the sketches of "+id)
+		return nil, fs.Classify(err, "read the sketches of "+id)
 	}
-	union := distinct.New()
+	out := map[time.Time]*distinct.Sketch{}
 	for _, pd := range docs {
 		sk, err := SketchOf(pd)
+		start := fs.DocOf(pd).Time(dm.FieldStart).UTC()
+		if out[start] == nil {
+			out[start] = distinct.New()
+		}
 		if err == nil {
-			err = union.Merge(sk)
+			err = out[start].Merge(sk)
 		}
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	return union.Estimate(), nil
+	return out, nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
-	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -20,24 +18,13 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 	if len(starts) == 0 {
 		return nil, 0, nil
 	}
-	docs, err := s.db.Query(ctx, shared.SketchesQuery(s.db, id, g, starts[0], starts[len(starts)-1]))
+	byStart, err := shared.SketchesByStart(ctx, s.db, id, g, starts[0], starts[len(starts)-1], time.Time{})
 	if err != nil {
-		return nil, 0, fs.Classify(err, "read the sketches of "+id)
+		return nil, 0, err
 	}
-	byStart, union := map[time.Time]*distinct.Sketch{}, distinct.New()
-	for _, pd := range docs {
-		sk, err := shared.SketchOf(pd)
-		start := fs.DocOf(pd).Time(dm.FieldStart).UTC()
-		if byStart[start] == nil {
-			byStart[start] = distinct.New()
-		}
-		if err == nil {
-			err = byStart[start].Merge(sk)
-		}
-		if err == nil {
-			err = union.Merge(sk)
-		}
-		if err != nil {
+	union := distinct.New()
+	for _, sk := range byStart {
+		if err := union.Merge(sk); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"testing"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/shardcount/internal/windows"
+)
+
+// A distinct kind's hours and days: the roll-up sets each bucket to the
+// estimate of its sketches, and rankings of an hour or a day order by it.
+
+// checkEstimates: a distinct counter's buckets are its hours and days
+// that hold sketches, each holding the estimate of its shards' sketches
+// merged, as the roll-ups after its last views set it (a change of an
+// estimate counts nobody in a window, so none adds to it).
+func (w *world) checkEstimates(id string) {
+	sketches := map[string][]*pb.Document{}
+	for _, d := range w.under(id, "sketches", time.Time{}) {
+		g, start := windows.Granularity(field(d, "granularity").GetStringValue()), field(d, "start").GetTimestampValue().AsTime()
+		sketches[windows.DocID(g, start)] = append(sketches[windows.DocID(g, start)], d)
+	}
+	buckets := map[string]int64{}
+	for _, b := range w.under(id, "windows", time.Time{}) {
+		buckets[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
+		if field(b, "count") != nil || field(b, "peak_0") != nil {
+			w.problem("distinct counter %s's bucket %s has a count or peaks, which rolling windows would sum", id, path.Base(b.GetName()))
+		}
+	}
+	for _, bucket := range slices.Sorted(maps.Keys(sketches)) {
+		want := w.merged(id, sketches[bucket]).Estimate()
+		if got, ok := buckets[bucket]; !ok || got != want {
+			w.problem("distinct counter %s's bucket %s holds %d (%v), its sketches estimate %d", id, bucket, got, ok, want)
+		}
+	}
+	for _, bucket := range slices.Sorted(maps.Keys(buckets)) {
+		if sketches[bucket] == nil {
+			w.problem("distinct counter %s has a bucket %s with no sketches", id, bucket)
+		}
+	}
+}
+
+// checkEstimatedRanking: a distinct kind's ranking of the current hour is
+// the top of its counters' hour buckets by estimate.
+func (w *world) checkEstimatedRanking(o *op) {
+	if !o.ok() {
+		w.problem("%s failed while everything was quiet", o)
+		return
+	}
+	want := bruteForceTop(w, windows.Hour, w.cal.Start(windows.Hour, w.instances[o.inst].now()), 5, "estimate", isDistinct)
+	if !slices.Equal(o.answer.Counters, want) {
+		w.problem("%s ranks %v; its buckets rank %v", o, o.answer.Counters, want)
+	}
+}
+
+// TestAViewAtTheEndOfAQuietHourIsRanked: a counter viewed at 00:00:57,
+// then not for an hour, then in the last moments of the next: its
+// roll-up, due just after the hour turned, reads in the hour after, and
+// sets the hour it skipped too, so the hour before ranks the view
+// (checkEstimates). A roll-up that set only the bucket of the roll-up
+// before and its own left that hour empty for good.
+func TestAViewAtTheEndOfAQuietHourIsRanked(t *testing.T) {
+	w := scripted(t, 1, nil, func(w *world) time.Time {
+		edge := w.epoch.Truncate(time.Hour).Add(2 * time.Hour)
+		w.at(w.ms(1000), func() { w.read("watchers:p1", 0, "u0", "") })
+		w.at(edge.Add(-300*time.Millisecond), func() { w.read("watchers:p1", 0, "u1", "") })
+		return edge.Add(30 * time.Minute)
+	})
+	got := map[string]int64{}
+	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
+		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
+	}
+	hour := w.epoch.Truncate(time.Hour)
+	want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 2}
+	if !maps.Equal(got, want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+}
