@@ -35,6 +35,13 @@ var All = []Granularity{Minute, Hour, Day}
 // minute.
 var Sketched = []Granularity{Hour, Day}
 
+// MaxReach bounds how far back a roll-up sets buckets (Reached): one
+// after roll-ups failed for longer (their events lost, and reconcile
+// too) leaves those older as they were, rather than read and write
+// hundreds of buckets in one commit (two days: 49 hours and 3 days at
+// most, a read a sketch in them).
+const MaxReach = 48 * time.Hour
+
 // Span is the buckets of granularity G from the one starting at First to
 // the one starting at Last.
 type Span struct {
@@ -49,11 +56,12 @@ type Span struct {
 // at. Views between two roll-ups far apart are in every bucket between
 // them; one stamped in a bucket's last moments may commit up to settle
 // after it ended (a commit's deadline, the instances' clocks' skew), and
-// one stamped by a clock ahead lands in the bucket after.
+// one stamped by a clock ahead lands in the bucket after. None starts
+// more than MaxReach before at.
 func (cal Calendar) Reached(gs []Granularity, since, at time.Time, settle time.Duration) []Span {
 	from := at.Add(-settle)
 	if since.Before(from) {
-		from = since
+		from = later(since, at.Add(-MaxReach))
 	}
 	var out []Span
 	for _, g := range gs {
