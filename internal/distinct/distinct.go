@@ -49,6 +49,9 @@ func Parse(b []byte) (*Sketch, error) {
 	if err := s.hll.UnmarshalBinary(b); err != nil {
 		return nil, fmt.Errorf("distinct: a sketch of %d bytes does not parse: %w", len(b), err)
 	}
+	if p := b[1]; p != Precision { // the format's second byte: it would parse, and merge with none of ours
+		return nil, fmt.Errorf("distinct: a sketch of precision %d, not %d", p, Precision)
+	}
 	return s, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/axiomhq/hyperloglog"
 )
 
 var update = flag.Bool("update", false, "write testdata's pinned sketches (only when the format changes on purpose: old shards must still read)")
@@ -100,6 +102,15 @@ func TestMergedShardsEstimateTheWhole(t *testing.T) {
 func TestBadBytesAreAnError(t *testing.T) {
 	if _, err := Parse([]byte{2, 99, 1}); err == nil {
 		t.Error("bytes no sketch wrote parsed")
+	}
+	other, err := hyperloglog.NewSketch(Precision-1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Insert([]byte("ana"))
+	b, _ := other.MarshalBinary()
+	if _, err := Parse(b); err == nil {
+		t.Error("a sketch of another precision parsed: no sketch of ours merges with it")
 	}
 	if s, err := Parse(nil); err != nil || s.Estimate() != 0 {
 		t.Errorf("no bytes: %v, %v; want an empty sketch", s, err)

@@ -81,3 +81,42 @@ func TestAViewAtTheEndOfAQuietHourIsRanked(t *testing.T) {
 		t.Errorf("buckets %v, want %v", got, want)
 	}
 }
+
+// TestAViewCommittedAfterTheNextHoursRollUpIsRanked: a view stamped in the
+// last moments of an hour whose commit lands after a roll-up of the next
+// hour read (another viewer's), and whose event comes 30 s late. Its
+// roll-up reaches back FIRESTORE_DEADLINE + 1 s before the roll-up
+// before, so it sets the hour the view was stamped in. From the roll-up
+// before's read time itself, it set only the new hour.
+func TestAViewCommittedAfterTheNextHoursRollUpIsRanked(t *testing.T) {
+	w := scripted(t, 2, nil, func(w *world) time.Time {
+		edge := w.epoch.Truncate(time.Hour).Add(time.Hour)
+		during := func(from, to time.Duration) bool {
+			return !time.Now().Before(edge.Add(from)) && time.Now().Before(edge.Add(to))
+		}
+		w.script.latency = func(c *call) time.Duration {
+			if c.inst == 0 && c.method == "Commit" && during(-100*time.Millisecond, 0) {
+				return 2500 * time.Millisecond // u1's view: stamped before the hour, in after its next roll-up
+			}
+			return 5 * time.Millisecond
+		}
+		w.script.delay = func(string) time.Duration {
+			if during(2*time.Second, 3*time.Second) {
+				return 30 * time.Second // its event
+			}
+			return 5 * time.Millisecond
+		}
+		w.at(w.ms(1000), func() { w.read("watchers:p1", 0, "u0", "") })
+		w.at(edge.Add(-100*time.Millisecond), func() { w.read("watchers:p1", 0, "u1", "") })
+		w.at(edge.Add(500*time.Millisecond), func() { w.read("watchers:p1", 1, "u2", "") })
+		return edge.Add(10 * time.Minute)
+	})
+	hour := w.epoch.Truncate(time.Hour)
+	got := map[string]int64{}
+	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
+		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
+	}
+	if want := map[string]int64{windows.DocID(windows.Hour, hour): 2, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 3}; !maps.Equal(got, want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+}

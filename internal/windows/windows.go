@@ -35,12 +35,13 @@ var All = []Granularity{Minute, Hour, Day}
 // minute.
 var Sketched = []Granularity{Hour, Day}
 
-// MaxReach bounds how far back a roll-up sets buckets (Reached): one
-// after roll-ups failed for longer (their events lost, and reconcile
-// too) leaves those older as they were, rather than read and write
-// hundreds of buckets in one commit (two days: 49 hours and 3 days at
-// most, a read a sketch in them).
-const MaxReach = 48 * time.Hour
+// MaxReach bounds how far back a roll-up sets buckets (Reached): a view
+// rolls up within a cadence, or an event's redelivery; only one after
+// roll-ups failed for longer (their events lost, and reconcile too)
+// leaves buckets older than this as they were, rather than read every
+// sketch of days in one roll-up (5 hours and 2 days of buckets at most, a
+// read a sketch in them).
+const MaxReach = 3 * time.Hour
 
 // Span is the buckets of granularity G from the one starting at First to
 // the one starting at Last.
@@ -51,18 +52,18 @@ type Span struct {
 
 // Reached are, for each of gs, the buckets a roll-up read at at sets (a
 // distinct counter's, to their sketches' estimate): from the one holding
-// since (the roll-up before's read time, or the counter's creation), or
-// settle before at when that is earlier, to the one holding settle after
-// at. Views between two roll-ups far apart are in every bucket between
-// them; one stamped in a bucket's last moments may commit up to settle
-// after it ended (a commit's deadline, the instances' clocks' skew), and
+// settle before since (the roll-up before's read time, or the counter's
+// creation) to the one holding settle after at. A view the roll-up before
+// did not see committed after since, and so was stamped after settle
+// before it (a commit's deadline, the instances' clocks' skew); views
+// between two roll-ups far apart are in every bucket between them; and
 // one stamped by a clock ahead lands in the bucket after. None starts
 // more than MaxReach before at.
 func (cal Calendar) Reached(gs []Granularity, since, at time.Time, settle time.Duration) []Span {
-	from := at.Add(-settle)
-	if since.Before(from) {
-		from = later(since, at.Add(-MaxReach))
+	if at.Before(since) {
+		since = at
 	}
+	from := later(since.Add(-settle), at.Add(-MaxReach))
 	var out []Span
 	for _, g := range gs {
 		out = append(out, Span{g, cal.Start(g, from), cal.Start(g, at.Add(settle))})

@@ -271,8 +271,10 @@ func TestARollUpSetsTheBucketsItReached(t *testing.T) {
 			[]Span{span(Hour, "2026-11-22T23:00:00Z", "2026-11-23T00:00:00Z"), span(Day, "2026-11-22T00:00:00Z", "2026-11-23T00:00:00Z")}},
 		{"after a quiet hour: every hour between, the one a view at its end is in too", "2026-11-23T03:10:00Z", "2026-11-23T05:00:00.03Z",
 			[]Span{span(Hour, "2026-11-23T03:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
-		{"after roll-ups failed for days: two days back at most", "2026-11-13T03:10:00Z", "2026-11-23T05:00:00Z",
-			[]Span{span(Hour, "2026-11-21T05:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-21T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"after roll-ups failed for hours: three hours back at most", "2026-11-13T03:10:00Z", "2026-11-23T05:00:00Z",
+			[]Span{span(Hour, "2026-11-23T02:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
+		{"a roll-up late after one just past the hour: a view stamped before it may commit after that one read", "2026-11-23T05:00:01Z", "2026-11-23T05:02:00Z",
+			[]Span{span(Hour, "2026-11-23T04:00:00Z", "2026-11-23T05:00:00Z"), span(Day, "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z")}},
 	} {
 		if got := UTC.Reached(Sketched, at(tc.since), at(tc.at), time.Minute); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

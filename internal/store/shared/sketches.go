@@ -8,6 +8,7 @@ import (
 
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/distinct"
+	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -38,7 +39,9 @@ func SketchesByStart(ctx context.Context, db *fs.DB, id string, g windows.Granul
 			out[start] = distinct.New()
 		}
 		if err == nil {
-			err = out[start].Merge(sk)
+			if err = out[start].Merge(sk); err != nil {
+				err = errs.Wrap(errs.DataLoss, err, "%s does not merge", pd.GetName())
+			}
 		}
 		if err != nil {
 			return nil, err

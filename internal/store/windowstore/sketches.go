@@ -2,6 +2,8 @@ package windowstore
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/distinct"
@@ -23,8 +25,8 @@ func (s *Store) DistinctHistory(ctx context.Context, id string, g windows.Granul
 		return nil, 0, err
 	}
 	union := distinct.New()
-	for _, sk := range byStart {
-		if err := union.Merge(sk); err != nil {
+	for _, start := range slices.SortedFunc(maps.Keys(byStart), time.Time.Compare) {
+		if err := union.Merge(byStart[start]); err != nil {
 			return nil, 0, err
 		}
 	}
