@@ -99,10 +99,11 @@ type Members interface {
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
 	// RecordErasure records that uid's erasure began, until expires, with
-	// the key of its page tokens; Erasure reads uid's latest record (a
-	// zero Began: none); ErasuresSince returns those recorded after since,
-	// by uid.
-	RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) error
+	// the key of its page tokens, unless one begun later stands: it returns
+	// the record that stands. Erasure reads uid's latest record (a zero
+	// Began: none); ErasuresSince returns those recorded after since, by
+	// uid.
+	RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) (erasure.Record, error)
 	Erasure(ctx context.Context, uid string) (erasure.Record, error)
 	ErasuresSince(ctx context.Context, since time.Time) (map[string]time.Time, error)
 }

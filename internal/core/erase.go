@@ -46,9 +46,12 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body wire.Eras
 		// The erasure begins: every instance refuses the user's tokens
 		// issued before, within the gate's bound.
 		cur = erasure.Begin(core.now())
-		if err := core.members.RecordErasure(ctx, uid, cur.Began, cur.Began.Add(erasure.TokenLife), cur.Key); err != nil {
+		stands, err := core.members.RecordErasure(ctx, uid, cur.Began, cur.Began.Add(erasure.TokenLife), cur.Key)
+		if err != nil {
 			return wire.EraseMemberResponse{}, err
 		}
+		cur.Began, cur.Key = stands.Began, stands.Key // a later begin's, when one landed first: its tokens are this call's
+
 		core.erasures.Note(uid, cur.Began)
 	}
 	resp := wire.EraseMemberResponse{UID: uid}

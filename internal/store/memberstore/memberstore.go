@@ -20,6 +20,7 @@ import (
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	"github.com/shardcount/shardcount/internal/erasure"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/retry"
 	"github.com/shardcount/shardcount/internal/store/shared"
 )
 
@@ -231,14 +232,47 @@ const MaxNamedMembers = 400
 // RecordErasure records that uid's erasure began at began, until expires
 // (the record's TTL: when no token issued before began lives on), with the
 // key that signs its page tokens and the commit's time as written_at; an
-// erasure begun again replaces the record (a second erasure is a new one).
-func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) error {
-	w := fs.SetWrite(s.db.Name(dm.Erasure(uid)), map[string]*pb.Value{
-		dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key),
+// erasure begun again replaces the record of one begun before it (a
+// second erasure is a new one). It returns the record that stands: this
+// one, or one that began later (another call began the user's erasure
+// again meanwhile), whose key signs this call's tokens too. Its commit is
+// on the condition of the record read, so a begin that lands late (its
+// caller gave up, or its instance is gone) never replaces a later one,
+// whose tokens it would void. One read more than a plain write.
+func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) (erasure.Record, error) {
+	name, ours := s.db.Name(dm.Erasure(uid)), erasure.Record{Began: began, Expires: expires, Key: key}
+	var stands erasure.Record
+	err := retry.Raced("the erasure of "+uid, func(int) (bool, error) {
+		pd, err := s.db.Get(ctx, name)
+		if err != nil {
+			return false, fs.Classify(err, "read an erasure")
+		}
+		fields := map[string]*pb.Value{dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key)}
+		w := fs.CreateWrite(name, fields)
+		if pd != nil {
+			if stands = recordOf(pd); !stands.Began.Before(began) {
+				return false, nil // a later erasure stands
+			}
+			w = fs.ReplaceWrite(name, fields, pd.GetUpdateTime().AsTime())
+		}
+		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
+		_, err = s.db.Commit(ctx, w)
+		switch fs.Code(err) {
+		case codes.OK:
+			stands = ours
+			return false, nil
+		case codes.FailedPrecondition, codes.AlreadyExists:
+			return true, nil // another begin landed first: read it
+		}
+		return false, fs.Classify(err, "record an erasure")
 	})
-	w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
-	_, err := s.db.Commit(ctx, w)
-	return fs.Classify(err, "record an erasure")
+	return stands, err
+}
+
+// recordOf is an erasure record's document as read.
+func recordOf(pd *pb.Document) erasure.Record {
+	d := fs.DocOf(pd)
+	return erasure.Record{Began: d.Time(dm.FieldBeganAt), Expires: d.Time(dm.FieldExpireAt), Key: d.Bytes(dm.FieldKey)}
 }
 
 // Erasure reads uid's latest erasure record (a zero Began: none). One
@@ -248,8 +282,7 @@ func (s *Store) Erasure(ctx context.Context, uid string) (erasure.Record, error)
 	if err != nil || pd == nil {
 		return erasure.Record{}, fs.Classify(err, "read an erasure")
 	}
-	d := fs.DocOf(pd)
-	return erasure.Record{Began: d.Time(dm.FieldBeganAt), Expires: d.Time(dm.FieldExpireAt), Key: d.Bytes(dm.FieldKey)}, nil
+	return recordOf(pd), nil
 }
 
 // ErasuresSince returns the erasures recorded after since: each user's
