@@ -160,9 +160,9 @@ type Rollup struct {
 	// the document's), added to the same buckets.
 	Changes map[string]int64
 	// EstimateSince, when not zero, has the commit set a distinct
-	// counter's hours and days since then (the roll-up before's read
-	// time, or its creation) to the estimate of their sketches
-	// (windows.Calendar.Reached); its Change is 0.
+	// counter's hours and days it reached from then (the roll-up before's
+	// read time, or its creation: windows.Calendar.Reached) to the
+	// estimate of their sketches; its Change is 0.
 	EstimateSince time.Time
 	// Reshard writes Next.NumShards and Next.Reshard too.
 	Reshard bool

@@ -17,8 +17,8 @@ import (
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
-// estimateWrites set distinct counter c's hours and days since since
-// (windows.Calendar.Reached) to the estimate of their users as of the
+// estimateWrites set distinct counter c's hours and days reached from
+// since (windows.Calendar.Reached) to the estimate of their users as of the
 // roll-up's read time, c.AsOf (each bucket's shards' sketches merged):
 // rankings of an hour or a day order them by it, as history answers it.
 // A query a granularity, a read a sketch that exists in its span; a

@@ -21,8 +21,8 @@ import (
 // rollup_as_of, the shard sums, the write rate; with Reshard the shard
 // count too) if the document is still at r.Next.Version, r.Change added to
 // the counter's minute, hour and day buckets of r.Next.AsOf (when windows
-// are on), or a distinct counter's hours and days since r.EstimateSince
-// set to their estimate, and r.Correct added to a shard. The precondition makes each
+// are on), or a distinct counter's hours and days reached from
+// r.EstimateSince set to their estimate, and r.Correct added to a shard. The precondition makes each
 // bucket take each change exactly once, however often events are
 // delivered. It returns the document's new version; ok is false if the
 // document changed or is gone.

@@ -32,8 +32,9 @@ type Options struct {
 	Calendar windows.Calendar
 	// Settle is how long after a bucket ends a view stamped in it may
 	// commit (FIRESTORE_DEADLINE, and a second of the instances' clocks'
-	// skew): a distinct counter's roll-ups set it again until then
-	// (windows.Calendar.Reached). Zero: a minute.
+	// skew): a distinct counter's roll-up reaches back so long before the
+	// roll-up before's read time (windows.Calendar.Reached). Zero: a
+	// minute.
 	Settle time.Duration
 	// Remember, when set, is told of a counter document a roll-up wrote
 	// with a new shard count (counterstore.Store.Remember: this instance's
