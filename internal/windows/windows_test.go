@@ -280,4 +280,12 @@ func TestARollUpSetsTheBucketsItReached(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Days in a zone: midnight in Etc/GMT+1 is 01:00 UTC. A roll-up read
+	// by a clock behind the one before (since after at) reaches from at.
+	zone, _ := time.LoadLocation("Etc/GMT+1")
+	cal := Calendar{Zone: zone}
+	want := []Span{span(Hour, "2026-11-23T00:00:00Z", "2026-11-23T01:00:00Z"), span(Day, "2026-11-22T01:00:00Z", "2026-11-23T01:00:00Z")}
+	if got := cal.Reached(Sketched, at("2026-11-23T01:00:20Z"), at("2026-11-23T01:00:10Z"), time.Minute); !slices.Equal(got, want) {
+		t.Errorf("across midnight in Etc/GMT+1, since after at: %v, want %v", got, want)
+	}
 }
