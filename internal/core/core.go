@@ -132,8 +132,7 @@ type Windows interface {
 	// bucket of g at start (estimated: by a distinct kind's estimate),
 	// or by total when g is "".
 	Top(ctx context.Context, g windows.Granularity, start time.Time, limit int, kind string, estimated bool) ([]windows.Ranked, error)
-	// RollingTop ranks a rolling window at depth; it returns whether the
-	// answer is exact.
+	// RollingTop ranks a rolling window at depth, and says if exactly.
 	RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error)
 }
 

@@ -8,8 +8,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 )
 
-// newGate is the instance's erasure gate (internal/erasure), which reads
-// the erasures recorded.
+// newGate is the instance's erasure gate (internal/erasure).
 func (core *Core) newGate() *erasure.Gate {
 	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, core.members.ErasuresSince)
 }
