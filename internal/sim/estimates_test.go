@@ -120,3 +120,28 @@ func TestAViewCommittedAfterTheNextHoursRollUpIsRanked(t *testing.T) {
 		t.Errorf("buckets %v, want %v", got, want)
 	}
 }
+
+// TestAViewStampedByAClockAheadIsRanked: an instance whose clock runs
+// 1.5 s ahead (past a cadence, within FIRESTORE_DEADLINE + 1 s) stamps a
+// view 1.2 s before the hour turns into the next hour's sketch; its
+// roll-up reads before the hour turns, and nothing rolls the counter up
+// again. The roll-up reaches FIRESTORE_DEADLINE + 1 s past its read
+// time, so it sets the next hour too; reaching only to its read time, it
+// left that bucket without an estimate for good (checkEstimates).
+func TestAViewStampedByAClockAheadIsRanked(t *testing.T) {
+	w := scripted(t, 1, nil, func(w *world) time.Time {
+		w.instances[0].ahead = 1500 * time.Millisecond
+		edge := w.epoch.Truncate(time.Hour).Add(time.Hour)
+		w.at(w.ms(1000), func() { w.read("watchers:p1", 0, "u0", "") })
+		w.at(edge.Add(-1200*time.Millisecond), func() { w.read("watchers:p1", 0, "u1", "") })
+		return edge.Add(10 * time.Minute)
+	})
+	hour := w.epoch.Truncate(time.Hour)
+	got := map[string]int64{}
+	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
+		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
+	}
+	if want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 2}; !maps.Equal(got, want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+}
