@@ -167,8 +167,8 @@ type Metrics interface {
 
 // Options are what the core is given beside its stores.
 type Options struct {
-	// Now is the core's clock (nil: time.Now; the service's Deps.Now):
-	// the core's own tests give it theirs.
+	// Now is the core's clock, required: the service's (Deps.Now), or a
+	// test's. The core reads no other.
 	Now func() time.Time
 	// Metrics counts what the core does (nil: nothing).
 	Metrics Metrics
@@ -194,7 +194,7 @@ type Core struct {
 // New returns the core of cfg over stores.
 func New(cfg config.Config, stores Stores, opts Options) *Core {
 	if opts.Now == nil {
-		opts.Now = time.Now
+		panic("core.New: Options.Now is required")
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = noMetrics{}

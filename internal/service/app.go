@@ -53,6 +53,9 @@ func newApp(ctx context.Context, cfg config.Config, deps Deps, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
 	base := shared.New(db, shared.Options{Now: deps.Now, IntN: deps.IntN, ActivityShards: cfg.ActivityShards})
 	counters := counterstore.New(base, counterstore.Options{ShardCountCache: cfg.ShardCountCache, Kinds: cfg.Kinds, Calendar: cfg.Calendar})
 	members := memberstore.New(base)

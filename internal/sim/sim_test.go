@@ -81,7 +81,7 @@ func TestSimulation(t *testing.T) {
 		}
 		failures++
 		if *summaryFlag {
-			t.Logf("seed %d: %s", seed, res.problems[0])
+			t.Logf("seed %d (split %v): %s", seed, res.cfg.split, res.problems[0])
 			continue
 		}
 		if failures <= 5 {

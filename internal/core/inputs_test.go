@@ -1,0 +1,51 @@
+package core
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTheCoreHasNoHiddenInputs: the core reads the clock it is given,
+// never the wall clock, and counts through the Metrics it declares, so
+// neither telemetry nor its exporters are in its build (docs/development.md).
+func TestTheCoreHasNoHiddenInputs(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "time" && sel.Sel.Name == "Now" {
+					t.Errorf("%s: time.Now in the core: read core.now, the clock it is given", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		// The OpenTelemetry API comes with Firestore's client; its SDK
+		// and exporters come only with the service's telemetry.
+		if pkg == "github.com/shardcount/shardcount/internal/telemetry" || strings.HasPrefix(pkg, "go.opentelemetry.io/otel/sdk") ||
+			strings.HasPrefix(pkg, "go.opentelemetry.io/otel/exporters/") {
+			t.Errorf("the core depends on %s: count through core.Metrics", pkg)
+		}
+	}
+}
