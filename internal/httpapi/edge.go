@@ -30,11 +30,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardcount/shardcount/internal/clientaddr"
 	"github.com/shardcount/shardcount/internal/errs"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/logging"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Request is one decoded request as a handler sees it.
