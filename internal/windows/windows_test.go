@@ -281,11 +281,16 @@ func TestARollUpSetsTheBucketsItReached(t *testing.T) {
 		}
 	}
 	// Days in a zone: midnight in Etc/GMT+1 is 01:00 UTC. A roll-up read
-	// by a clock behind the one before (since after at) reaches from at.
-	zone, _ := time.LoadLocation("Etc/GMT+1")
+	// by a clock behind the one before (since after at) reaches from
+	// settle before at, here the hour and the zone's day before; from
+	// settle before since, it would reach neither.
+	zone, err := time.LoadLocation("Etc/GMT+1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cal := Calendar{Zone: zone}
 	want := []Span{span(Hour, "2026-11-23T00:00:00Z", "2026-11-23T01:00:00Z"), span(Day, "2026-11-22T01:00:00Z", "2026-11-23T01:00:00Z")}
-	if got := cal.Reached(Sketched, at("2026-11-23T01:00:20Z"), at("2026-11-23T01:00:10Z"), time.Minute); !slices.Equal(got, want) {
+	if got := cal.Reached(Sketched, at("2026-11-23T01:01:30Z"), at("2026-11-23T01:00:10Z"), time.Minute); !slices.Equal(got, want) {
 		t.Errorf("across midnight in Etc/GMT+1, since after at: %v, want %v", got, want)
 	}
 }

@@ -234,15 +234,16 @@ const MaxNamedMembers = 400
 // key that signs its page tokens and the commit's time as written_at; an
 // erasure begun again replaces the record of one begun before it (a
 // second erasure is a new one). It returns the record that stands: this
-// one, or one that began later (another call began the user's erasure
-// again meanwhile), whose key signs this call's tokens too. Its commit is
+// one, or another call's, whose key signs this call's tokens too: one
+// that began later, or one that landed between this call's read and its
+// commit, whenever it began (the instances' clocks differ). Its commit is
 // on the condition of the record read, so a begin that lands late (its
-// caller gave up, or its instance is gone) never replaces a later one,
-// whose tokens it would void. One read more than a plain write.
+// caller gave up, or its instance is gone) never replaces one that landed
+// meanwhile, whose tokens are out. One read more than a plain write.
 func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) (erasure.Record, error) {
 	name, ours := s.db.Name(dm.Erasure(uid)), erasure.Record{Began: began, Expires: expires, Key: key}
 	var stands erasure.Record
-	err := retry.Raced("the erasure of "+uid, func(int) (bool, error) {
+	err := retry.Raced("the erasure of "+uid, func(try int) (bool, error) {
 		pd, err := s.db.Get(ctx, name)
 		if err != nil {
 			return false, fs.Classify(err, "read an erasure")
@@ -250,8 +251,9 @@ func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires ti
 		fields := map[string]*pb.Value{dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key)}
 		w := fs.CreateWrite(name, fields)
 		if pd != nil {
-			if stands = recordOf(pd); !stands.Began.Before(began) {
-				return false, nil // a later erasure stands
+			// A later erasure stands, or one that won this call's race.
+			if stands = recordOf(pd); try > 1 || !stands.Began.Before(began) {
+				return false, nil
 			}
 			w = fs.ReplaceWrite(name, fields, pd.GetUpdateTime().AsTime())
 		}
