@@ -2,6 +2,7 @@ package memberstore_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,17 +18,18 @@ import (
 // a begin whose answer is on its way while another call begins.
 type held struct {
 	*fsmodel.Model
+	once            sync.Once
 	inside, release chan struct{}
 }
 
 type lateKey struct{}
 
 func (h *held) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitResponse, error) {
-	if ctx.Value(lateKey{}) != nil && h.inside != nil {
-		inside := h.inside
-		h.inside = nil
-		close(inside)
-		<-h.release
+	if ctx.Value(lateKey{}) != nil {
+		h.once.Do(func() {
+			close(h.inside)
+			<-h.release
+		})
 	}
 	return h.Model.Commit(ctx, req)
 }
