@@ -28,7 +28,7 @@ var (
 // 403551275828, an erasure's begin on an instance that crashed, landing
 // after the client had begun it again, whose page tokens it voided
 // (memberstore.RecordErasure now commits on the condition of the record
-// read, and a later begin's record stands).
+// read, and one that landed since it read stands).
 var regressions = []uint64{312, 1681, 403551275828}
 
 // seeds are the schedules TestSimulation plays: the fixed seeds, which

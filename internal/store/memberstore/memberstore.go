@@ -243,6 +243,7 @@ const MaxNamedMembers = 400
 func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) (erasure.Record, error) {
 	name, ours := s.db.Name(dm.Erasure(uid)), erasure.Record{Began: began, Expires: expires, Key: key}
 	var stands erasure.Record
+	var seen time.Time // the version the try before read (zero: none)
 	err := retry.Raced("the erasure of "+uid, func(try int) (bool, error) {
 		pd, err := s.db.Get(ctx, name)
 		if err != nil {
@@ -251,10 +252,13 @@ func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires ti
 		fields := map[string]*pb.Value{dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key)}
 		w := fs.CreateWrite(name, fields)
 		if pd != nil {
-			// A later erasure stands, or one that won this call's race.
-			if stands = recordOf(pd); try > 1 || !stands.Began.Before(began) {
+			// A later erasure stands, or one that landed since this call
+			// read: it won this call's race.
+			landed := try > 1 && !pd.GetUpdateTime().AsTime().Equal(seen)
+			if stands = recordOf(pd); landed || !stands.Began.Before(began) {
 				return false, nil
 			}
+			seen = pd.GetUpdateTime().AsTime()
 			w = fs.ReplaceWrite(name, fields, pd.GetUpdateTime().AsTime())
 		}
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
