@@ -71,10 +71,7 @@ func TestAViewAtTheEndOfAQuietHourIsRanked(t *testing.T) {
 		w.at(edge.Add(-300*time.Millisecond), func() { w.read("watchers:p1", 0, "u1", "") })
 		return edge.Add(30 * time.Minute)
 	})
-	got := map[string]int64{}
-	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
-		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
-	}
+	got := w.estimates("watchers:p1")
 	hour := w.epoch.Truncate(time.Hour)
 	want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 2}
 	if !maps.Equal(got, want) {
@@ -112,10 +109,7 @@ func TestAViewCommittedAfterTheNextHoursRollUpIsRanked(t *testing.T) {
 		return edge.Add(10 * time.Minute)
 	})
 	hour := w.epoch.Truncate(time.Hour)
-	got := map[string]int64{}
-	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
-		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
-	}
+	got := w.estimates("watchers:p1")
 	if want := map[string]int64{windows.DocID(windows.Hour, hour): 2, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 3}; !maps.Equal(got, want) {
 		t.Errorf("buckets %v, want %v", got, want)
 	}
@@ -137,11 +131,17 @@ func TestAViewStampedByAClockAheadIsRanked(t *testing.T) {
 		return edge.Add(10 * time.Minute)
 	})
 	hour := w.epoch.Truncate(time.Hour)
-	got := map[string]int64{}
-	for _, b := range w.under("watchers:p1", "windows", time.Time{}) {
-		got[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
-	}
+	got := w.estimates("watchers:p1")
 	if want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 2}; !maps.Equal(got, want) {
 		t.Errorf("buckets %v, want %v", got, want)
 	}
+}
+
+// estimates are counter id's buckets' estimates, by bucket id.
+func (w *world) estimates(id string) map[string]int64 {
+	out := map[string]int64{}
+	for _, b := range w.under(id, "windows", time.Time{}) {
+		out[path.Base(b.GetName())] = field(b, "estimate").GetIntegerValue()
+	}
+	return out
 }
