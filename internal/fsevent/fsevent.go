@@ -177,6 +177,16 @@ func (e *Event) Path() string {
 // Deleted reports whether the event is a delete.
 func (e *Event) Deleted() bool { return e.Value == nil }
 
+// LastWrittenAt returns, of a delete, when the deleted document was last
+// written: its old value's update time, exact (zero if the event carries
+// none).
+func (e *Event) LastWrittenAt() time.Time {
+	if e.Value != nil || e.OldValue.GetUpdateTime() == nil {
+		return time.Time{}
+	}
+	return e.OldValue.GetUpdateTime().AsTime()
+}
+
 // WrittenAt returns a time at or after the commit of the write: the new
 // document's update time, exact. A delete carries no new document, so its
 // time comes from the CloudEvent's time; when that is cut to whole seconds

@@ -82,6 +82,9 @@ func TestDecodeDeleted(t *testing.T) {
 	if !e.Deleted() || count(e.OldValue) != 8 || e.Path() != "counters/c1/shards/3" {
 		t.Errorf("deleted event = %+v", e)
 	}
+	if got := e.LastWrittenAt(); !got.Equal(at.Add(-time.Minute)) {
+		t.Errorf("LastWrittenAt = %v, want the old document's update time %v", got, at.Add(-time.Minute))
+	}
 	// A delete's time is the event's; cut to the second, it is rounded up.
 	if got := e.WrittenAt(at); !got.Equal(at.Add(time.Second)) {
 		t.Errorf("WrittenAt(whole second) = %v, want %v", got, at.Add(time.Second))

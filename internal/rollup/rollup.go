@@ -186,6 +186,9 @@ type Event struct {
 	WrittenAt time.Time
 	// Deleted: the write deleted the shard.
 	Deleted bool
+	// LastWrittenAt is, of a deletion, when the deleted shard was last
+	// written (its old document's update time, exact); zero if unknown.
+	LastWrittenAt time.Time
 }
 
 // slotFor returns the due time of the slot of a write at w: the first
@@ -227,8 +230,16 @@ func (r *Roller) Include(ctx context.Context, ev Event) error {
 		// Most deletions are a purge's, of a deleted counter's shards: a
 		// slot claimed for one would outlive the tombstone. A live
 		// counter's shard deleted (by hand) rolls up like any write.
-		if _, err := r.store.Live(ctx, id); err != nil {
+		c, err := r.store.Live(ctx, id)
+		if err != nil {
 			return err // NOT_FOUND: settled
+		}
+		// Or the purge of an earlier incarnation, as the id was created
+		// again: that shard was last written before this counter existed,
+		// and nothing of this one changed. (WrittenAt cannot tell: an
+		// emulator's deletion time is cut to the second.)
+		if !ev.LastWrittenAt.IsZero() && ev.LastWrittenAt.Before(c.CreatedAt) {
+			return nil
 		}
 	}
 	due := r.slotFor(ev.WrittenAt)

@@ -41,7 +41,8 @@ func (a *app) rollupCounter(ctx context.Context, e event.Event) error {
 	}
 	logging.Annotate(ctx, "counter_id", id)
 	linkToWrite(ctx, ev)
-	return a.reconciler.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time()), Deleted: ev.Deleted()})
+	return a.reconciler.Include(ctx, rollup.Event{ID: e.ID(), CounterID: id, WrittenAt: ev.WrittenAt(e.Time()), Deleted: ev.Deleted(),
+		LastWrittenAt: ev.LastWrittenAt()})
 }
 
 // shardCounterID returns {counterId} of "counters/{counterId}/shards/{n}".
