@@ -50,7 +50,7 @@ func (core *Core) EraseMember(ctx context.Context, caller Caller, body wire.Eras
 		if err != nil {
 			return wire.EraseMemberResponse{}, err
 		}
-		cur.Began, cur.Key = stands.Began, stands.Key // another begin's, when one landed first: its tokens are this call's
+		cur.Began, cur.Key = stands.Began, stands.Key // of two begun at once, the first landed's key (its tokens are this call's too)
 
 		core.erasures.Note(uid, cur.Began)
 	}

@@ -233,15 +233,16 @@ const MaxNamedMembers = 400
 // (the record's TTL: when no token issued before began lives on), with the
 // key that signs its page tokens and the commit's time as written_at; an
 // erasure begun again replaces the record of one begun before it (a
-// second erasure is a new one). It returns the record that stands: this
-// one, or another call's, whose key signs this call's tokens too: one
-// that began later, or one that landed between this call's read and its
-// commit, whenever it began (the instances' clocks differ). Its commit is
-// on the condition of the record read, so a begin that lands late (its
-// caller gave up, or its instance is gone) never replaces one that landed
-// meanwhile, whose tokens are out. One read more than a plain write.
+// second erasure is a new one). It returns the record that stands. One
+// that began later stands as it is. One that landed between this call's
+// read and its commit (the two began at once) keeps its key, whose tokens
+// its caller holds, and takes this call's start when it is the later: so
+// both calls' promises hold, tokens issued before either start refused.
+// Its commit is on the condition of the record read, so a begin that lands
+// late (its caller gave up, or its instance is gone) never replaces one
+// that landed meanwhile. One read more than a plain write.
 func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires time.Time, key []byte) (erasure.Record, error) {
-	name, ours := s.db.Name(dm.Erasure(uid)), erasure.Record{Began: began, Expires: expires, Key: key}
+	name := s.db.Name(dm.Erasure(uid))
 	var stands erasure.Record
 	var seen time.Time // the version the try before read (zero: none)
 	err := retry.Raced("the erasure of "+uid, func(try int) (bool, error) {
@@ -249,17 +250,20 @@ func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires ti
 		if err != nil {
 			return false, fs.Classify(err, "read an erasure")
 		}
-		fields := map[string]*pb.Value{dm.FieldBeganAt: fs.TimeValue(began), dm.FieldExpireAt: fs.TimeValue(expires), dm.FieldKey: fs.BytesValue(key)}
-		w := fs.CreateWrite(name, fields)
+		ours := erasure.Record{Began: began, Expires: expires, Key: key}
 		if pd != nil {
-			// A later erasure stands, or one that landed since this call
-			// read: it won this call's race.
-			landed := try > 1 && !pd.GetUpdateTime().AsTime().Equal(seen)
-			if stands = recordOf(pd); landed || !stands.Began.Before(began) {
-				return false, nil
+			if stands = recordOf(pd); !stands.Began.Before(began) {
+				return false, nil // a later erasure stands: its start covers ours
+			}
+			if try > 1 && !pd.GetUpdateTime().AsTime().Equal(seen) {
+				ours.Key = stands.Key // it landed since this call read: the two began at once
 			}
 			seen = pd.GetUpdateTime().AsTime()
-			w = fs.ReplaceWrite(name, fields, pd.GetUpdateTime().AsTime())
+		}
+		fields := map[string]*pb.Value{dm.FieldBeganAt: fs.TimeValue(ours.Began), dm.FieldExpireAt: fs.TimeValue(ours.Expires), dm.FieldKey: fs.BytesValue(ours.Key)}
+		w := fs.CreateWrite(name, fields)
+		if pd != nil {
+			w = fs.ReplaceWrite(name, fields, seen)
 		}
 		w.UpdateTransforms = []*pb.DocumentTransform_FieldTransform{fs.ServerTime(dm.FieldWrittenAt)}
 		_, err = s.db.Commit(ctx, w)
