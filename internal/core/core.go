@@ -168,7 +168,8 @@ type Metrics interface {
 // Options are what the core is given beside its stores.
 type Options struct {
 	// Now is the core's clock, required: the service's (Deps.Now), or a
-	// test's. The core reads no other.
+	// test's. The core's own code reads no other; the rate limiter and the
+	// group commit it builds wait in real time, on the wall clock.
 	Now func() time.Time
 	// Metrics counts what the core does (nil: nothing).
 	Metrics Metrics

@@ -233,11 +233,13 @@ const MaxNamedMembers = 400
 // (the record's TTL: when no token issued before began lives on), with the
 // key that signs its page tokens and the commit's time as written_at; an
 // erasure begun again replaces the record of one begun before it (a
-// second erasure is a new one). It returns the record that stands. One
-// that began later stands as it is. One that landed between this call's
-// read and its commit (the two began at once) keeps its key, whose tokens
-// its caller holds, and takes this call's start when it is the later: so
-// both calls' promises hold, tokens issued before either start refused.
+// second erasure is a new one, also when it began a moment after the
+// record it read: that one's caller begins again on a 400). It returns
+// the record that stands. One that began later stands as it is. One that
+// landed between this call's read and its commit (the two began at once)
+// keeps its key, whose tokens its caller holds, and takes this call's
+// start when it is the later: so both calls' promises hold, tokens issued
+// before either start refused.
 // Its commit is on the condition of the record read, so a begin that lands
 // late (its caller gave up, or its instance is gone) never replaces one
 // that landed meanwhile. One read more than a plain write.
