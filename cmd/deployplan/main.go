@@ -38,7 +38,6 @@ func main() {
 	flag.StringVar(&p.firestoreFrom, "firestore-from", "", "deploy the rules and indexes of this app directory, the files its firebase.json names (they must hold shardcount's; scripts/firebase-merge.sh merges them)")
 	flag.StringVar(&settings, "settings", "", "the app's settings file ("+config.FileName+"); none: every setting at its default")
 	flag.BoolVar(&p.replaceRules, "replace-rules", false, "deploy this repository's firestore.rules as the project's rules, replacing whatever rules it has")
-	flag.StringVar(&p.schedule, "reconcile-schedule", "*/15 * * * *", "cron schedule of reconcileCounters (Cloud Scheduler)")
 	flag.BoolVar(&p.insecureOpen, "insecure-open", false, "allow AUTH=off: every public function open to anyone")
 	flag.BoolVar(&check, "check-deployed", false, "plan nothing: fail if the deployed functions count a kind the settings file drops or counts otherwise, keep their counters in another database, or have more instrument shards")
 	flag.BoolVar(&allowKindChanges, "allow-kind-changes", false, "with -check-deployed: report those changes, and go ahead")

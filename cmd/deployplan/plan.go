@@ -16,8 +16,8 @@ import (
 )
 
 type plan struct {
-	project, region, only, triggerLocation, schedule, firestoreFrom string
-	insecureOpen, replaceRules                                      bool
+	project, region, only, triggerLocation, firestoreFrom string
+	insecureOpen, replaceRules                            bool
 	// source is shardcount's checkout, absolute: the plan's commands work
 	// from any directory.
 	source string
@@ -151,19 +151,27 @@ func (p *plan) deployFunction(spec service.Spec, runtime string, env deployEnv) 
 
 func timeout(d time.Duration) string { return fmt.Sprintf("--timeout=%ds", int(d.Seconds())) }
 
+// reconcileEvery is how often Cloud Scheduler calls reconcileCounters. It
+// is not a setting: a counter whose roll-up event was lost rolls up at the
+// next run, or the one after when a run stops at its budget, and a
+// distinct counter's estimates reach back only windows.MaxReach
+// (TestReconcileRunsWithinTheEstimatesReach holds the two together).
+const reconcileEvery = 15 * time.Minute
+
 // writeScheduler schedules reconcileCounters, invoked with an OIDC token of
 // a service account that may invoke it (IAM), with an attempt deadline
 // that covers a whole run (Cloud Scheduler's default, 3 minutes, would cut
 // a 4-minute budget short).
 func (p *plan) writeScheduler(w io.Writer, cfg config.Config) {
 	q := shellQuote
-	fmt.Fprintf(w, "# reconcileCounters every %s, called by Cloud Scheduler with IAM.\n", p.schedule)
+	schedule := fmt.Sprintf("*/%d * * * *", int(reconcileEvery.Minutes()))
+	fmt.Fprintf(w, "# reconcileCounters every %d minutes, called by Cloud Scheduler with IAM.\n", int(reconcileEvery.Minutes()))
 	fmt.Fprintf(w, "url=$(gcloud functions describe reconcileCounters --gen2 --project=%s --region=%s --format='value(serviceConfig.uri)')\n", q(p.project), q(p.region))
 	fmt.Fprintf(w, "sa=${SCHEDULER_SERVICE_ACCOUNT:-$(gcloud projects describe %s --format='value(projectNumber)')-compute@developer.gserviceaccount.com}\n", q(p.project))
 	fmt.Fprintf(w, "gcloud functions add-invoker-policy-binding reconcileCounters --project=%s --region=%s --member=\"serviceAccount:$sa\"\n", q(p.project), q(p.region))
 	where := fmt.Sprintf("--project=%s --location=%s", q(p.project), q(p.region))
 	job := fmt.Sprintf("reconcile-counters %s --schedule=%s --uri=\"$url\" --http-method=POST --message-body='{}' --oidc-service-account-email=\"$sa\" --attempt-deadline=%ds",
-		where, q(p.schedule), int(cfg.ReconcileTimeout().Seconds()))
+		where, q(schedule), int(cfg.ReconcileTimeout().Seconds()))
 	// update takes --update-headers, create takes --headers: a second
 	// deploy updates the job the first one created, which the first
 	// deploy does not try (its NOT_FOUND would print an ERROR).

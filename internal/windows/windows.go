@@ -37,7 +37,8 @@ var Sketched = []Granularity{Hour, Day}
 
 // MaxReach bounds how far back a roll-up sets buckets (Reached): a view
 // rolls up within a cadence, or an event's redelivery; only one after
-// roll-ups failed for longer (their events lost, and reconcile too)
+// roll-ups failed for longer (their events lost, and reconcile, deployed
+// every 15 minutes, too)
 // leaves buckets older than this as they were, rather than read every
 // sketch of days in one roll-up (5 hours and 2 days of buckets at most, a
 // read a sketch in them).
