@@ -17,7 +17,8 @@ var wallClock = []string{"Now", "Since", "Until", "After", "AfterFunc", "Sleep",
 
 // TestTheCoreHasNoHiddenInputs: the core reads the clock it is given,
 // never the wall clock, and counts through the Metrics it declares, so
-// neither telemetry nor its exporters are in its build (docs/development.md).
+// neither telemetry nor its exporters are in its build, nor Firestore's
+// client (docs/development.md).
 func TestTheCoreHasNoHiddenInputs(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -49,11 +50,15 @@ func TestTheCoreHasNoHiddenInputs(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		// The OpenTelemetry API comes with Firestore's client; its SDK
-		// and exporters come only with the service's telemetry.
-		if pkg == "github.com/shardcount/shardcount/internal/telemetry" || strings.HasPrefix(pkg, "go.opentelemetry.io/otel/sdk") ||
-			strings.HasPrefix(pkg, "go.opentelemetry.io/otel/exporters/") {
+		// The OpenTelemetry API is the one spans are started with; its
+		// SDK and exporters come only with the service's telemetry, and
+		// Firestore's client (gRPC with it) only with the stores.
+		switch {
+		case pkg == "github.com/shardcount/shardcount/internal/telemetry" || strings.HasPrefix(pkg, "go.opentelemetry.io/otel/sdk") ||
+			strings.HasPrefix(pkg, "go.opentelemetry.io/otel/exporters/"):
 			t.Errorf("the core depends on %s: count through core.Metrics", pkg)
+		case strings.HasPrefix(pkg, "cloud.google.com/go/firestore") || strings.HasPrefix(pkg, "google.golang.org/grpc"):
+			t.Errorf("the core depends on %s: it knows no Firestore, only the interfaces it declares", pkg)
 		}
 	}
 }

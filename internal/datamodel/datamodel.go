@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shardcount/shardcount/internal/shardedts"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -135,9 +134,11 @@ const (
 	// Of the bound's guard: moved by each commit near the bound.
 	FieldGuardCheckedAt = "checked_at"
 
-	// Of an activity marker.
-	FieldActivityShard = shardedts.ShardField
-	FieldActivityAt    = shardedts.TimeField
+	// Of an activity marker: a random shard value and a time, the sharded
+	// timestamps of internal/shardedts, spelled here so that the data
+	// model (and the core above it) does not import Firestore's client.
+	FieldActivityShard = "shard"
+	FieldActivityAt    = "timestamp"
 
 	// Of the documents Firestore's TTL deletes: keys' records, slots,
 	// buckets.
