@@ -1,5 +1,6 @@
 // An app's settings file: what deploys and runs the functions, never the
-// deploying shell; no deploy drops a kind; a merge that adds lines only.
+// deploying shell; no deploy drops a kind; a merge that adds lines, and
+// changes none of the app's but a comma and an empty one-line list.
 
 package deploy
 
@@ -69,7 +70,9 @@ func script(t *testing.T, dir string, env []string, name string, args ...string)
 
 // TestTheMergeOnlyAddsLines: every line of the app's indexes file stays,
 // in order, as it was, but for a comma at the end of the line before
-// shardcount's entries; and the merge creates the settings file once.
+// shardcount's entries and an empty list on one line, opened (nothing can
+// go between its brackets otherwise); and the merge creates the settings
+// file once.
 func TestTheMergeOnlyAddsLines(t *testing.T) {
 	app := newApp(t)
 	if out, err := script(t, app, nil, "firebase-merge.sh", "--only", "counters", "."); err != nil {
