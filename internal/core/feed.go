@@ -43,6 +43,8 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetC
 		out[i].Row.CounterID = id
 		if out[i].Err = counter.ValidateID(id); out[i].Err == nil && !slices.Contains(valid, id) {
 			valid = append(valid, id)
+		} else if len(id) > counter.MaxIDLength {
+			out[i].Row.CounterID = errs.Prefix(id) // echoed as an error echoes what it names
 		}
 	}
 	pay := func(reads int) error {
@@ -78,8 +80,7 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetC
 		if out[i].Err = counterErrs[j]; out[i].Err != nil {
 			continue
 		}
-		c := counters[j]
-		row := &out[i].Row
+		c, row := counters[j], &out[i].Row
 		row.Count, row.AsOf = &c.Count, rfc3339Time(c.AsOf)
 		if c.Version.IsZero() {
 			row.AsOf = rfc3339Time(now) // of a kind, not used yet: 0 now

@@ -58,8 +58,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body wire.TopC
 	}
 	resp := wire.TopCountersResponse{Window: window, Kind: kind, Choice: choice}
 	now := core.now()
-	var g windows.Granularity
-	var start time.Time
+	g, start := windows.Granularity(""), time.Time{}
 	rolling, isRolling := rollingWindows[window]
 	switch {
 	case window == "rising":
