@@ -94,6 +94,18 @@ func TestWildcardOriginNeedsAuthOff(t *testing.T) {
 	}
 }
 
+// TestTheFeedCacheIsWithinTheShardCountCache: an instance answers for a
+// deleted counter no longer than SHARD_COUNT_CACHE, the feed's cache
+// included.
+func TestTheFeedCacheIsWithinTheShardCountCache(t *testing.T) {
+	if _, err := FromEnv(env(map[string]string{"FEED_CACHE": "10s", "SHARD_COUNT_CACHE": "10s"})); err != nil {
+		t.Errorf("FEED_CACHE equal to SHARD_COUNT_CACHE: %v", err)
+	}
+	if _, err := FromEnv(env(map[string]string{"FEED_CACHE": "11s", "SHARD_COUNT_CACHE": "10s"})); err == nil || !strings.Contains(err.Error(), "FEED_CACHE") {
+		t.Errorf("FEED_CACHE longer than SHARD_COUNT_CACHE: err = %v", err)
+	}
+}
+
 // TestDeployedRefusesEmulators: on Cloud Functions (K_SERVICE set) an
 // emulator host would accept unsigned ID tokens. (A function that signs
 // page tokens also needs PAGE_TOKEN_SECRET: service checks it, as only it
