@@ -20,7 +20,8 @@ import (
 // posts at 00:59:40 and unlike them at 01:00:10, around real posts liked
 // by five, four, three and two (twice, tied) accounts. Ninety seconds
 // later both rankings are exact and equal a brute-force ranking of the
-// same buckets. On the version before carries, the junk's peaks of the
+// same buckets, and rising lists the real posts, exactly, as their
+// buckets score them. On the version before carries, the junk's peaks of the
 // hour (day) before filled its lists to the last depth and both rankings
 // answered [] (not exact).
 func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
@@ -58,6 +59,13 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 				w.send(o, http.MethodGet, "limit=5&window="+window, func() {})
 				tops = append(tops, o)
 			}
+			o := w.newOp("topCounters", "", 0)
+			w.send(o, http.MethodGet, "limit=5&window=rising", func() {
+				w.checkRising(o, rankingFilter{}) // a script's ranking must be exact
+				if len(o.answer.Counters) != 5 || !strings.HasPrefix(o.answer.Counters[4].CounterID, "r") {
+					w.problem("%s: want the five real posts, which rose", o)
+				}
+			})
 		})
 		return at(1, 3, 0)
 	})
