@@ -202,3 +202,49 @@ func TestCountsMirroredIntoTheAppsDocuments(t *testing.T) {
 		t.Errorf("a mirror into a post that does not exist: %v", err)
 	}
 }
+
+// TestTheGoClientReadsAPage: the Go client's Feed (every kind of every
+// key, in that order) and Counters (ids), with the reader's own choice, an
+// unused counter of a kind at 0 and a counter of no kind failing alone.
+func TestTheGoClientReadsAPage(t *testing.T) {
+	ctx := context.Background()
+	reader := goClient(t, "go-feed-reader-"+run)
+	used, unused := "go-feed-"+run, "go-feed-unused-"+run
+	if _, err := reader.React(ctx, "reactions:"+used, "love"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := reader.Feed(ctx, []string{used, unused}, []string{"reactions", "views"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range page.Counters {
+		line := r.CounterID
+		switch {
+		case r.Count != nil && r.CounterID == "reactions:"+used && (*r.Count == 0 || *r.Count == 1):
+			line += " count=0or1" // 1 once the roll-up of the reaction has landed
+		case r.Count != nil:
+			line += fmt.Sprint(" count=", *r.Count)
+		}
+		if r.Choice != nil {
+			line += fmt.Sprintf(" choice=%q", *r.Choice)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"reactions:" + used + ` count=0or1 choice="love"`, "views:" + used + " count=0",
+		"reactions:" + unused + ` count=0 choice=""`, "views:" + unused + " count=0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Feed:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	page, err = reader.Counters(ctx, []string{"nothing-" + run, "reactions:" + used})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case len(page.Counters) != 2 || page.Counters[0].Error == nil || page.Counters[0].Error.Code != "NOT_FOUND" || page.Counters[0].Count != nil:
+		t.Errorf("Counters: a counter of no kind: %+v", page.Counters)
+	case page.Counters[1].Choice == nil || *page.Counters[1].Choice != "love" || page.Counters[1].Counts == nil:
+		t.Errorf("Counters: the reader's reaction: %+v", page.Counters[1])
+	}
+}
