@@ -128,6 +128,7 @@ func appRules(t *testing.T, root string) string {
 }
 
 func TestTheWebClient(t *testing.T) {
+	t.Parallel() // beside the install's npm work (install_test.go)
 	root, _ := filepath.Abs("../..")
 	app := testenv.WebClientApp(t, root) // scripts/build-client.sh's package, type-checked and bundled
 	dev := testenv.StartDev(t, root, "AUTH=required", "COUNTER_KINDS="+kinds(t), "RULES="+appRules(t, root))
