@@ -162,6 +162,15 @@ for (const post of posts) {
 }
 console.log(`views: ${users} a post`);
 
+// The same read by ids (sc.counters), as a page of mixed counters asks:
+// rows by id, a counter of no kind failing alone.
+await until("sc.counters", async () => {
+  const rows = await people[0].sc.counters([`views:${posts[0]}`, `nothing-${posts[0]}`]);
+  assert.equal(rows[`nothing-${posts[0]}`].error?.code, "NOT_FOUND", "sc.counters: a counter of no kind");
+  return rows[`views:${posts[0]}`].count === users ? "" : `sc.counters: ${JSON.stringify(rows)}, want ${users} views`;
+});
+console.log("sc.counters: by ids");
+
 // A new user scrolls five pages of 20 posts in a row, at the default
 // budgets: a client that never retries meets no 429.
 {
