@@ -27,6 +27,9 @@ import (
 func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 	at := func(h, m, s int) time.Time { return time.Date(2000, 1, 1, h, m, s, 0, time.UTC) }
 	var tops []*op
+	// The last unlike is sent at 01:00:18.95; a cadence (1 s) and its
+	// roll-up's event later, the rankings are exact again.
+	soon := at(1, 0, 21)
 	w := scripted(t, 2, map[string]string{"TIME_ZONE": "Etc/GMT+1"}, func(w *world) time.Time {
 		real := map[string]struct {
 			likes int
@@ -53,12 +56,16 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 				w.at(at(1, 0, 10).Add(spread), func() { w.like(id, m%2, user, "", -1) })
 			}
 		}
-		w.at(at(1, 1, 40), func() {
+		read := func() {
 			for i, window := range []string{"last_hour", "last_day"} {
 				o := w.newOp("topCounters", "", i)
 				w.send(o, http.MethodGet, "limit=5&window="+window, func() {})
 				tops = append(tops, o)
 			}
+		}
+		w.at(soon, read)
+		w.at(at(1, 1, 40), func() {
+			read()
 			o := w.newOp("topCounters", "", 0)
 			w.send(o, http.MethodGet, "limit=5&window=rising", func() {
 				w.checkRising(o, rankingFilter{}) // a script's ranking must be exact
@@ -69,12 +76,15 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 		})
 		return at(1, 3, 0)
 	})
-	now := at(1, 1, 40)
-	for i, r := range []windows.Rolling{windows.LastHour, windows.LastDay} {
-		o := tops[i]
-		want := bruteForceTop(w, r.Sum, r.From(now), 5, "count", func(string) bool { return true })
-		if exact := o.answer.Exact != nil && *o.answer.Exact; !o.ok() || !exact || !slices.Equal(o.answer.Counters, want) {
-			t.Errorf("%s at %s: %v (exact %v, %s); its buckets rank %v, exactly", r.Name, now.Format(time.TimeOnly), o.answer.Counters, exact, o, want)
+	// Soon after the junk is gone, r2 (liked from 01:00:30) has nothing
+	// yet.
+	for i, now := range []time.Time{soon, at(1, 1, 40)} {
+		for j, r := range []windows.Rolling{windows.LastHour, windows.LastDay} {
+			o := tops[2*i+j]
+			want := bruteForceTop(w, r.Sum, r.From(now), 5, "count", func(id string) bool { return now != soon || id != "r2" })
+			if exact := o.answer.Exact != nil && *o.answer.Exact; !o.ok() || !exact || !slices.Equal(o.answer.Counters, want) {
+				t.Errorf("%s at %s: %v (exact %v, %s); its buckets rank %v, exactly", r.Name, now.Format(time.TimeOnly), o.answer.Counters, exact, o, want)
+			}
 		}
 	}
 }
