@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -25,6 +26,11 @@ func (w *world) feed(inst int, user string) *op {
 	if w.rng.IntN(3) == 0 {
 		page = append(page, "views:never-used", "no-kind-"+user)
 	}
+	return w.feedOf(inst, user, page)
+}
+
+// feedOf is a getCounters of page by user on instance inst.
+func (w *world) feedOf(inst int, user string, page []string) *op {
 	o := w.newOp("getCounters", strings.Join(page, ","), inst)
 	o.user, o.page = user, page
 	body, _ := json.Marshal(map[string]any{"counter_ids": page})
@@ -114,4 +120,33 @@ func anyDoc(docs []*pb.Document, ok func(*pb.Document) bool) bool {
 		}
 	}
 	return false
+}
+
+// TestAPageReadWhileALikeAndADeleteLand: pages read by a user on one
+// instance while their like (unlike) of a post on the page commits on the
+// other, and while an admin deletes another post of it, a page each 2 ms
+// around each: every row is as its documents were at some instant the
+// page allows (checkFeed), the reader's heart exactly. The random
+// schedules meet these races only by chance.
+func TestAPageReadWhileALikeAndADeleteLand(t *testing.T) {
+	page := []string{"p-liked", "p-deleted", "views:never-used"}
+	scripted(t, 2, map[string]string{"FEED_CACHE": "1s"}, func(w *world) time.Time {
+		w.at(w.ms(0), func() { w.createOn(0, "p-liked", true) })
+		w.at(w.ms(0), func() { w.createOn(1, "p-deleted", true) })
+		w.at(w.ms(500), func() { w.like("p-deleted", 1, "u1", "", 1) })
+		for _, change := range []struct {
+			at  int
+			act func()
+		}{
+			{2000, func() { w.like("p-liked", 0, "u1", "", 1) }},
+			{4000, func() { w.like("p-liked", 0, "u1", "", -1) }},
+			{6000, func() { w.deleteOn(0, "p-deleted") }},
+		} {
+			w.at(w.ms(change.at), change.act)
+			for d := -4; d <= 8; d += 2 {
+				w.at(w.ms(change.at+d), func() { w.feedOf(1, "u1", page) })
+			}
+		}
+		return w.ms(9000)
+	})
 }
