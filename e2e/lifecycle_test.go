@@ -68,6 +68,12 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 		t.Fatal(r) // the other instance caches the counter now
 	}
 	waitEventual(t, id, 1021, time.Now().Add(30*time.Second))
+	// The wait may outlast the other instance's cache (SHARD_COUNT_CACHE,
+	// 2 s) on a loaded machine: an increment just before the delete
+	// caches the counter again, for 2 s against the delete's few ms.
+	if r := testenv.Do(t, "POST", other+"/incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
 
 	// The other instance goes on writing, from its cache.
 	stop := make(chan struct{})
