@@ -163,10 +163,13 @@ for (const post of posts) {
 console.log(`views: ${users} a post`);
 
 // The same read by ids (sc.counters), as a page of mixed counters asks:
-// rows by id, a counter of no kind failing alone.
+// rows by the ids asked, a counter of no kind and an id too long to be one
+// failing alone.
+const tooLong = `views:${"x".repeat(200)}`;
 await until("sc.counters", async () => {
-  const rows = await people[0].sc.counters([`views:${posts[0]}`, `nothing-${posts[0]}`]);
+  const rows = await people[0].sc.counters([`views:${posts[0]}`, `nothing-${posts[0]}`, tooLong]);
   assert.equal(rows[`nothing-${posts[0]}`].error?.code, "NOT_FOUND", "sc.counters: a counter of no kind");
+  assert.equal(rows[tooLong]?.error?.code, "INVALID_ARGUMENT", "sc.counters: an id too long, by the id asked");
   return rows[`views:${posts[0]}`].count === users ? "" : `sc.counters: ${JSON.stringify(rows)}, want ${users} views`;
 });
 console.log("sc.counters: by ids");

@@ -285,12 +285,14 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     };
   }
 
-  // rowsOf reads getCounters' answer, by counter id.
-  function rowsOf(answer: wire.GetCountersResponse): Record<string, FeedRow> {
+  // rowsOf reads getCounters' answer by the ids asked: its rows come in
+  // their order (an id too long to be one comes back shortened, as errors
+  // echo what they name).
+  function rowsOf(asked: string[], answer: wire.GetCountersResponse): Record<string, FeedRow> {
     const rows: Record<string, FeedRow> = {};
-    for (const r of answer.counters) {
-      rows[r.counter_id] = {
-        counterId: r.counter_id, count: r.count ?? 0, asOf: r.as_of ? rolledUp(new Date(r.as_of)) : null, estimate: !!r.estimate,
+    for (const [i, r] of answer.counters.entries()) {
+      rows[asked[i] ?? r.counter_id] = {
+        counterId: asked[i] ?? r.counter_id, count: r.count ?? 0, asOf: r.as_of ? rolledUp(new Date(r.as_of)) : null, estimate: !!r.estimate,
         ...(r.member !== undefined ? { member: r.member } : {}), ...(r.choice !== undefined ? { choice: r.choice } : {}),
         ...(r.counts ? { counts: r.counts } : {}), ...(r.error ? { error: { code: r.error.code, message: r.error.message } } : {}),
       };
@@ -299,7 +301,8 @@ export function shardcount(options: ShardcountOptions): Shardcount {
   }
 
   async function feed(keys: string[], kinds: string[]): Promise<Record<string, FeedRow>> {
-    return rowsOf(await call<wire.GetCountersResponse>("getCounters", { keys, kinds }));
+    const asked = keys.flatMap((key) => kinds.map((kind) => `${kind}:${key}`));
+    return rowsOf(asked, await call<wire.GetCountersResponse>("getCounters", { keys, kinds }));
   }
 
   function watchFeed(keys: string[], kinds: string[], mirrors: Record<string, Mirror>, onRows: (rows: Record<string, FeedRow>) => void, onError?: (e: Error) => void): Unsubscribe {
@@ -358,7 +361,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
   return {
     call,
     feed,
-    counters: async (counterIds) => rowsOf(await call<wire.GetCountersResponse>("getCounters", { counter_ids: counterIds })),
+    counters: async (counterIds) => rowsOf(counterIds, await call<wire.GetCountersResponse>("getCounters", { counter_ids: counterIds })),
     watchFeed,
     increment: (counterId, delta = 1, options = {}) => change(counterId, delta, options.key),
     like: (counterId, options = {}) => change(counterId, 1, options.key),
