@@ -1,6 +1,6 @@
 // An app's settings file: what deploys and runs the functions, never the
 // deploying shell; no deploy drops a kind; a merge that adds lines, and
-// changes none of the app's but a comma and an empty one-line list.
+// changes none of the app's but a comma.
 
 package deploy
 
@@ -70,8 +70,8 @@ func script(t *testing.T, dir string, env []string, name string, args ...string)
 
 // TestTheMergeOnlyAddsLines: every line of the app's indexes file stays,
 // in order, as it was, but for a comma at the end of the line before
-// shardcount's entries and an empty list on one line, opened (nothing can
-// go between its brackets otherwise); and the merge creates the settings
+// shardcount's entries (an empty list on one line, which the merge opens,
+// is internal/firebasemerge's test); and the merge creates the settings
 // file once.
 func TestTheMergeOnlyAddsLines(t *testing.T) {
 	app := newApp(t)
