@@ -69,7 +69,11 @@ func TestLikesHeldAcrossMidnightHideNoPost(t *testing.T) {
 			o := w.newOp("topCounters", "", 0)
 			w.send(o, http.MethodGet, "limit=5&window=rising", func() {
 				w.checkRising(o, rankingFilter{}) // a script's ranking must be exact
-				if len(o.answer.Counters) != 5 || !strings.HasPrefix(o.answer.Counters[4].CounterID, "r") {
+				var ids []string
+				for _, c := range o.answer.Counters {
+					ids = append(ids, c.CounterID)
+				}
+				if slices.Sort(ids); !slices.Equal(ids, slices.Sorted(maps.Keys(real))) {
 					w.problem("%s: want the five real posts, which rose", o)
 				}
 			})

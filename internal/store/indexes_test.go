@@ -167,3 +167,13 @@ func TestShardAndTimestampAreNotSingleFieldIndexed(t *testing.T) {
 		}
 	}
 }
+
+// TestTheActivityMarkerIsShardedTimestamps: the data model spells the
+// activity marker's fields itself (the core above it imports no
+// Firestore client), the same as internal/shardedts's, whose index
+// exemptions and queries they share.
+func TestTheActivityMarkerIsShardedTimestamps(t *testing.T) {
+	if datamodel.FieldActivityShard != shardedts.ShardField || datamodel.FieldActivityAt != shardedts.TimeField {
+		t.Errorf("the activity marker's fields %q and %q, the sharded timestamps' %q and %q", datamodel.FieldActivityShard, datamodel.FieldActivityAt, shardedts.ShardField, shardedts.TimeField)
+	}
+}
