@@ -123,30 +123,58 @@ func anyDoc(docs []*pb.Document, ok func(*pb.Document) bool) bool {
 }
 
 // TestAPageReadWhileALikeAndADeleteLand: pages read by a user on one
-// instance while their like (unlike) of a post on the page commits on the
-// other, and while an admin deletes another post of it, a page each 2 ms
-// around each: every row is as its documents were at some instant the
-// page allows (checkFeed), the reader's heart exactly. The random
-// schedules meet these races only by chance.
+// instance while their like, then unlike, of a post on the page commits
+// on the other, and while an admin deletes another post of it, a page
+// each 2 ms from just before each change until well after it lands, no
+// page cached: every row is as its documents were at some instant the
+// page allows (checkFeed), the reader's heart exactly, and each change
+// lands while pages are being read (some page saw the state before it,
+// and some the state after). The random schedules meet these races only
+// by chance.
 func TestAPageReadWhileALikeAndADeleteLand(t *testing.T) {
 	page := []string{"p-liked", "p-deleted", "views:never-used"}
-	scripted(t, 2, map[string]string{"FEED_CACHE": "1s"}, func(w *world) time.Time {
+	type change struct {
+		at     int
+		act    func(w *world)
+		row    int                 // the page's row it changes
+		before func(r ranked) bool // the row as it was
+		after  func(r ranked) bool // the row once it landed
+	}
+	member := func(want bool) func(r ranked) bool {
+		return func(r ranked) bool { return r.Error == nil && r.Member != nil && *r.Member == want }
+	}
+	live := func(r ranked) bool { return r.Error == nil }
+	gone := func(r ranked) bool { return r.Error != nil && r.Error.Code == "NOT_FOUND" }
+	changes := []change{
+		{2000, func(w *world) { w.like("p-liked", 0, "u1", "", 1) }, 0, member(false), member(true)},
+		{4000, func(w *world) { w.like("p-liked", 0, "u1", "", -1) }, 0, member(true), member(false)},
+		{6000, func(w *world) { w.deleteOn(0, "p-deleted") }, 1, live, gone},
+	}
+	const from, to = -4, 40 // ms around each change: its commit lands within
+	w := scripted(t, 2, map[string]string{"FEED_CACHE": "0s"}, func(w *world) time.Time {
 		w.at(w.ms(0), func() { w.createOn(0, "p-liked", true) })
 		w.at(w.ms(0), func() { w.createOn(1, "p-deleted", true) })
 		w.at(w.ms(500), func() { w.like("p-deleted", 1, "u1", "", 1) })
-		for _, change := range []struct {
-			at  int
-			act func()
-		}{
-			{2000, func() { w.like("p-liked", 0, "u1", "", 1) }},
-			{4000, func() { w.like("p-liked", 0, "u1", "", -1) }},
-			{6000, func() { w.deleteOn(0, "p-deleted") }},
-		} {
-			w.at(w.ms(change.at), change.act)
-			for d := -4; d <= 8; d += 2 {
-				w.at(w.ms(change.at+d), func() { w.feedOf(1, "u1", page) })
+		for _, c := range changes {
+			w.at(w.ms(c.at), func() { c.act(w) })
+			for d := from; d <= to; d += 2 {
+				w.at(w.ms(c.at+d), func() { w.feedOf(1, "u1", page) })
 			}
 		}
 		return w.ms(9000)
 	})
+	for _, c := range changes {
+		var sawBefore, sawAfter bool
+		for _, o := range w.ops {
+			if o.fn != "getCounters" || !o.ok() || o.start.Before(w.ms(c.at+from)) || o.start.After(w.ms(c.at+to)) {
+				continue
+			}
+			r := o.answer.Counters[c.row]
+			sawBefore = sawBefore || c.before(r)
+			sawAfter = sawAfter || c.after(r)
+		}
+		if !sawBefore || !sawAfter {
+			t.Errorf("the change at %d ms to %s: some page saw it before %v, after %v; want both, the change landing among the pages", c.at, page[c.row], sawBefore, sawAfter)
+		}
+	}
 }
