@@ -14,7 +14,9 @@ import (
 // README's command, `npm install --install-links DIR`, and imports it.
 // Without the flag npm links DIR, and Node looks the client's firebase up
 // beside DIR, not in the app: the import fails, which is why the README
-// gives the flag. (firebase comes from npm's cache, filled by npm ci.)
+// gives the flag. The app's firebase comes from the npm registry, as the
+// repository's npm ci does (npm's cache first): its ranged dependencies
+// need the registry's index, which no lockfile here pins.
 func TestTheClientInstallsAsTheREADMESays(t *testing.T) {
 	t.Parallel() // npm's work, beside the web client's scenario
 	root, _ := filepath.Abs("../..")
@@ -33,15 +35,21 @@ func TestTheClientInstallsAsTheREADMESays(t *testing.T) {
 	run := func(dir, name string, args ...string) (string, error) {
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "NPM_CONFIG_UPDATE_NOTIFIER=false", "NPM_CONFIG_AUDIT=false", "NPM_CONFIG_FUND=false")
+		// install-links is npm's default (false) unless a flag says
+		// otherwise: a user's npmrc or environment must not decide it here.
+		cmd.Env = append(os.Environ(), "NPM_CONFIG_UPDATE_NOTIFIER=false", "NPM_CONFIG_AUDIT=false", "NPM_CONFIG_FUND=false", "NPM_CONFIG_INSTALL_LINKS=false")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	if out, err := run(root, "bash", "scripts/build-client.sh", vendor); err != nil {
 		t.Fatalf("scripts/build-client.sh: %v\n%s", err, out)
 	}
-	os.MkdirAll(web, 0o755)
-	os.WriteFile(filepath.Join(web, "package.json"), []byte(`{"name": "my-app-web", "private": true, "type": "module"}`), 0o644)
+	if err := os.MkdirAll(web, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(web, "package.json"), []byte(`{"name": "my-app-web", "private": true, "type": "module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := run(web, "npm", "install", "--prefer-offline", "--ignore-scripts", "firebase@"+ours.Dependencies["firebase"]); err != nil {
 		t.Fatalf("the app's firebase: %v\n%s", err, out)
 	}
