@@ -286,13 +286,15 @@ export function shardcount(options: ShardcountOptions): Shardcount {
   }
 
   // rowsOf reads getCounters' answer by the ids asked: its rows come in
-  // their order (an id too long to be one comes back shortened, as errors
-  // echo what they name).
+  // their order, each naming its id, or, an id too long to be one, its
+  // first bytes and "…" (as errors echo what they name).
   function rowsOf(asked: string[], answer: wire.GetCountersResponse): Record<string, FeedRow> {
     const rows: Record<string, FeedRow> = {};
     for (const [i, r] of answer.counters.entries()) {
-      rows[asked[i] ?? r.counter_id] = {
-        counterId: asked[i] ?? r.counter_id, count: r.count ?? 0, asOf: r.as_of ? rolledUp(new Date(r.as_of)) : null, estimate: !!r.estimate,
+      const a = asked[i];
+      const id = a !== undefined && (r.counter_id === a || (r.counter_id.endsWith("…") && a.startsWith(r.counter_id.slice(0, -1)))) ? a : r.counter_id;
+      rows[id] = {
+        counterId: id, count: r.count ?? 0, asOf: r.as_of ? rolledUp(new Date(r.as_of)) : null, estimate: !!r.estimate,
         ...(r.member !== undefined ? { member: r.member } : {}), ...(r.choice !== undefined ? { choice: r.choice } : {}),
         ...(r.counts ? { counts: r.counts } : {}), ...(r.error ? { error: { code: r.error.code, message: r.error.message } } : {}),
       };
