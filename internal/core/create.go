@@ -17,7 +17,7 @@ import (
 // client's followers_count is not to be trusted), an explicit num_shards
 // above it is refused.
 func counterToCreate(b wire.CreateCounterRequest, maxShards int) (counter.Counter, error) {
-	c := counter.Counter{ID: counter.NewID(), Mode: counter.ModeOf(b.Unique != nil && *b.Unique, nil, false, false)}
+	c := counter.Counter{ID: counter.NewID(), Mode: counter.ModeOf(deref(b.Unique), nil, false, false)}
 	if b.CounterID != nil {
 		if err := counter.ValidateID(*b.CounterID); err != nil {
 			return c, err
@@ -105,7 +105,7 @@ func (core *Core) createOfKind(ctx context.Context, caller Caller, body wire.Cre
 	if err := counter.ValidateID(*body.CounterID); err != nil {
 		return wire.CreateCounterResponse{}, err
 	}
-	if body.NumShards != nil || body.FollowersCount != nil || body.PostType != nil || body.Unique != nil || body.Ranked != nil {
+	if body != (wire.CreateCounterRequest{CounterID: body.CounterID}) {
 		return wire.CreateCounterResponse{}, errs.Invalid("counter_id", "%q is of kind %q, which sets its shards, uniqueness and ranking (COUNTER_KINDS): send counter_id alone", *body.CounterID, kind.Name)
 	}
 	logging.Annotate(ctx, "counter_id", *body.CounterID)

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -86,7 +85,7 @@ func chooses(core *Core, caller Caller, c counter.Counter, op *increment.Op, ite
 		// a −1 removes the choice
 	case item.Delta != nil || item.ActionType != nil:
 		return errs.Invalid("choice", "and delta or action_type are exclusive: a choice sets yours, \"\" removes it")
-	case *item.Choice != "" && !slices.Contains(c.Choices, *item.Choice):
+	case *item.Choice != "" && !c.Offers(*item.Choice):
 		return errs.Invalid("choice", "%q is not a choice of %q: one of %s, or \"\" to remove yours", *item.Choice, c.ID, strings.Join(c.Choices, ", "))
 	default:
 		if op.Choice, op.Delta = *item.Choice, 1; op.Choice == "" {

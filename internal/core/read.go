@@ -157,9 +157,9 @@ func requiredCounterID(id *string) (string, error) {
 	return *id, nil
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	return *s
+	return v
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -49,7 +48,7 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body wire.TopC
 	switch {
 	case kind != "" && !ok:
 		return wire.TopCountersResponse{}, errs.Invalid("kind", "%q is not a kind of COUNTER_KINDS", kind)
-	case body.Choice != nil && !slices.Contains(declared.Choices, choice):
+	case body.Choice != nil && !declared.Offers(choice):
 		return wire.TopCountersResponse{}, errs.Invalid("choice", "%q is not a choice of kind %q (choice goes with a kind of choices)", choice, kind)
 	}
 	window := deref(body.Window)

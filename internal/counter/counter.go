@@ -187,6 +187,9 @@ type Deletion struct {
 	Purged int64
 }
 
+// Offers reports whether choice is one of a choice counter's choices.
+func (c Counter) Offers(choice string) bool { return slices.Contains(c.Choices, choice) }
+
 // CountsAs reports whether counter c counts as o does: the same mode, of
 // the same choices.
 func (c Counter) CountsAs(o Counter) bool {

@@ -237,6 +237,9 @@ func isDocumentID(s string) bool {
 // counters.
 func (k Kind) UsersDecrement() bool { return k.Decrement == "users" }
 
+// Offers reports whether choice is one of a choice kind's choices.
+func (k Kind) Offers(choice string) bool { return slices.Contains(k.Choices, choice) }
+
 // Mode is how the kind's counters count.
 func (k Kind) Mode() Mode { return ModeOf(k.Unique, k.Choices, k.Distinct, k.JoinOnly) }
 
