@@ -36,6 +36,27 @@ set -- ${args[@]+"${args[@]}"}
 sc_workdir
 started=$SECONDS
 step() { echo "== $* ($((SECONDS - started)) s)"; }
+# A heartbeat through the whole run, for the stretches where nothing
+# prints (a fresh machine's builds, one long test).
+(while sleep 20; do echo "  … still running ($((SECONDS - started)) s)"; done) &
+heartbeat=$!
+trap 'kill "$heartbeat" 2>/dev/null || true; sc_stop_all; rm -rf "$tmp"' EXIT
+
+# What the tests install comes over the network: it starts first, in the
+# background, while the checks below keep the CPU busy.
+step "npm packages and Chromium, installing in the background"
+(sc_npm_ci) >"$tmp/npm.log" 2>&1 &
+npm=$!
+apt=
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium package (once; about a minute)…"
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >"$tmp/apt.log" 2>&1 &
+    apt=$!
+  else
+    echo "chromium is not installed and cannot be installed here (not root, or no apt-get): the browser test will skip"
+  fi
+fi
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -67,19 +88,13 @@ step "time fuzzer: no input may cost more than a bounded time per byte (FuzzEdge
 go test ./internal/httpapi -run '^$' -fuzz '^FuzzEdgeTime$' -fuzztime "${FUZZ_TIME:-20s}" -fuzzminimizetime 3s
 
 step "npm packages"
-sc_npm_ci
+wait "$npm" || { cat "$tmp/npm.log"; exit 1; }
+cat "$tmp/npm.log"
 
 step "Chromium, for the browser test"
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's chromium package (once; about a minute)…"
-    (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >"$tmp/apt.log" 2>&1 &
-    apt=$!
-    while kill -0 "$apt" 2>/dev/null; do sleep 10; echo "  … still installing chromium ($((SECONDS - started)) s)"; done
-    wait "$apt" || { tail -n 20 "$tmp/apt.log"; echo "could not install chromium: the browser test will skip"; }
-  else
-    echo "chromium is not installed and cannot be installed here (not root, or no apt-get): the browser test will skip"
-  fi
+if [ -n "$apt" ] && ! wait "$apt"; then
+  tail -n 20 "$tmp/apt.log"
+  echo "could not install chromium: the browser test will skip"
 fi
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null || true
 
@@ -109,9 +124,6 @@ export SHARDCOUNT_REQUIRE_EMULATORS=1 # a missing emulator fails here, rather th
 step "go test -race (each test is listed as it ends)"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(./...)
-# A heartbeat, for the stretches where one long test prints nothing.
-(while sleep 20; do echo "  … tests still running ($((SECONDS - started)) s)"; done) &
-heartbeat=$!
 status=0
 go run gotest.tools/gotestsum@v1.13.0 --format "${TEST_FORMAT:-testname}" --hide-summary=skipped -- \
   -race -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" "${args[@]}" || status=$?
