@@ -2,6 +2,9 @@ module github.com/shardcount/shardcount
 
 go 1.26.0
 
+// npm's packages: no Go of ours, and npm ci rewrites them while ./... may walk.
+ignore ./node_modules
+
 require (
 	cloud.google.com/go/firestore v1.28.0
 	firebase.google.com/go/v4 v4.19.0

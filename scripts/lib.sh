@@ -10,8 +10,14 @@ sc_die() { echo "error: $*" >&2; exit 1; }
 # started with sc_start, and the directory, to go when the script exits.
 sc_workdir() {
   tmp=$(mktemp -d)
-  trap 'sc_stop_all; rm -rf "$tmp"' EXIT
+  trap sc_cleanup EXIT
   trap 'exit 130' INT TERM
+}
+
+# sc_cleanup stops what the script started and removes its directory.
+sc_cleanup() {
+  sc_stop_all
+  rm -rf "$tmp"
 }
 
 # sc_emulator_launcher prints the Firestore emulator's launcher script, or

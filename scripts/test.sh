@@ -40,14 +40,15 @@ step() { echo "== $* ($((SECONDS - started)) s)"; }
 # prints (a fresh machine's builds, one long test).
 (while sleep 20; do echo "  … still running ($((SECONDS - started)) s)"; done) &
 heartbeat=$!
-trap 'kill "$heartbeat" 2>/dev/null || true; sc_stop_all; rm -rf "$tmp"' EXIT
-
 # What the tests install comes over the network: it starts first, in the
-# background, while the checks below keep the CPU busy.
-step "npm packages and Chromium, installing in the background"
+# background, while the checks below keep the CPU busy. A run that ends
+# early waits for it (npm ci or dpkg stopped midway leaves a broken
+# install for the next run).
+npm= apt=
+trap 'kill "$heartbeat" 2>/dev/null || true; for p in $npm $apt; do wait "$p" 2>/dev/null || true; done; sc_cleanup' EXIT
+step "npm packages and Chromium, when missing, installing in the background"
 (sc_npm_ci) >"$tmp/npm.log" 2>&1 &
 npm=$!
-apt=
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian's chromium package (once; about a minute)…"
@@ -82,11 +83,6 @@ go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 
 step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-step "time fuzzer: no input may cost more than a bounded time per byte (FuzzEdgeTime, ${FUZZ_TIME:-20s})"
-# Minimizing an interesting input re-runs it many times: keep that short,
-# so the budget goes to new inputs.
-go test ./internal/httpapi -run '^$' -fuzz '^FuzzEdgeTime$' -fuzztime "${FUZZ_TIME:-20s}" -fuzzminimizetime 3s
-
 step "npm packages"
 wait "$npm" || { cat "$tmp/npm.log"; exit 1; }
 cat "$tmp/npm.log"
@@ -97,6 +93,11 @@ if [ -n "$apt" ] && ! wait "$apt"; then
   echo "could not install chromium: the browser test will skip"
 fi
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null || true
+
+step "time fuzzer: no input may cost more than a bounded time per byte (FuzzEdgeTime, ${FUZZ_TIME:-20s})"
+# Minimizing an interesting input re-runs it many times: keep that short,
+# so the budget goes to new inputs.
+go test ./internal/httpapi -run '^$' -fuzz '^FuzzEdgeTime$' -fuzztime "${FUZZ_TIME:-20s}" -fuzzminimizetime 3s
 
 step "Firestore emulator"
 fs_port=$(sc_free_port)
@@ -158,7 +159,6 @@ if [ "$status" = 0 ] && [ $# -eq 0 ]; then
     [ "$pass_status" = 0 ] || status=$pass_status
   done
 fi
-kill "$heartbeat" 2>/dev/null || true
 if [ "$status" != 0 ]; then
   echo "--- last lines of the emulator log" >&2
   tail -n 20 "$tmp/firestore.log" >&2
