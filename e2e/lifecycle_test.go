@@ -67,23 +67,38 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 	if r := testenv.Do(t, "POST", other+"/incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
 		t.Fatal(r) // the other instance caches the counter now
 	}
-	cachedBy := time.Now() // its read of the counter was before this
+	cachedBy := time.Now() // its read of the counter began before this
 	waitEventual(t, id, 1021, time.Now().Add(30*time.Second))
 	// The wait may outlast the other instance's cache (SHARD_COUNT_CACHE,
-	// 2 s) on a loaded machine, or end just before it does: once that
-	// entry has surely expired, an increment just before the delete
-	// caches the counter afresh, for 2 s against the delete's few ms.
-	time.Sleep(time.Until(cachedBy.Add(2*time.Second + 50*time.Millisecond)))
+	// 2 s, counted from the read's start) on a loaded machine, or end just
+	// before it does: once that entry has expired, an increment just
+	// before the delete caches the counter afresh, for 2 s against the
+	// tombstone's commit (the delete's purge comes after it).
+	time.Sleep(time.Until(cachedBy.Add(2 * time.Second)))
 	if r := testenv.Do(t, "POST", other+"/incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
 
 	// The other instance goes on writing, from its cache. An increment is
-	// late when it was sent after the delete answered.
+	// late when it was sent once the tombstone could be read.
 	stop := make(chan struct{})
 	var deleted atomic.Bool
 	var late atomic.Int64
 	var wg sync.WaitGroup
+	stopWriting := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(stopWriting) // a Fatal below ends the test, not the writes
+	wg.Go(func() {
+		for !deleted.Load() {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if snap, err := fs.Doc("counters/" + id).Get(ctx); err == nil && snap.Data()["deleted"] == true {
+				deleted.Store(true)
+			}
+		}
+	})
 	wg.Go(func() {
 		for {
 			select {
@@ -103,7 +118,7 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 		Deleted       bool   `json:"deleted"`
 		ReusableAfter string `json:"reusable_after"`
 	}
-	deleted.Store(true)
+	deleted.Store(true) // if the look above has not seen it yet
 	r.Decode(t, &del)
 	reusable, err := time.Parse(time.RFC3339Nano, del.ReusableAfter)
 	if r.Status != http.StatusOK || !del.Deleted || err != nil {
@@ -127,8 +142,7 @@ func TestDeleteCounterLeavesNothing(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(reusable))
-	close(stop)
-	wg.Wait()
+	stopWriting()
 	if late.Load() == 0 {
 		t.Error("the other instance wrote nothing after the delete answered: the test proves nothing")
 	}
