@@ -45,7 +45,8 @@ func modeBranches(t *testing.T, root string) []string {
 		}
 		if d.IsDir() {
 			// The Go client (client/) forwards what its caller chose.
-			if slices.Contains([]string{"node_modules", ".git", "counter", "loadgen", "client"}, d.Name()) {
+			rel, _ := filepath.Rel(root, path)
+			if slices.Contains([]string{"node_modules", ".git", "internal/counter", "cmd/loadgen", "e2e/loadgen", "client"}, filepath.ToSlash(rel)) {
 				return filepath.SkipDir
 			}
 			return nil
