@@ -144,8 +144,10 @@ func TestOnlyAdminsCreate(t *testing.T) {
 		}
 	}
 	backend := admin(t)
-	if r := call(t, backend, "POST", "createCounter", fmt.Sprintf(`{"counter_id":"likes:made-%s","unique":false}`, run)); r.Status != http.StatusBadRequest {
-		t.Errorf("an admin's counter of a kind with settings of its own: %s", r)
+	for _, own := range []string{`"unique":false`, `"num_shards":2`, `"followers_count":10`, `"post_type":"image"`, `"ranked":true`} {
+		if r := call(t, backend, "POST", "createCounter", fmt.Sprintf(`{"counter_id":"likes:made-%s",%s}`, run, own)); r.Status != http.StatusBadRequest {
+			t.Errorf("an admin's counter of a kind with %s of its own: %s", own, r)
+		}
 	}
 	var made struct {
 		Unique    bool `json:"unique"`
