@@ -4,6 +4,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,32 @@ func TestAViewStampedByAClockAheadIsRanked(t *testing.T) {
 	hour := w.epoch.Truncate(time.Hour)
 	got := w.estimates("watchers:p1")
 	if want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 2}; !maps.Equal(got, want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+}
+
+// TestAViewerBackInANewHourWhoseEventIsLostIsRanked: a viewer of an hour
+// back in the next one changes that hour's sketch, not the counter's sum,
+// and the write's event is lost. The counter's sums say a shard was
+// written after its roll-up's read time, so reconcile rolls it up and the
+// new hour ranks the viewer; rolling up only a counter whose estimate
+// changed left that hour without one for good.
+func TestAViewerBackInANewHourWhoseEventIsLostIsRanked(t *testing.T) {
+	w := scripted(t, 1, nil, func(w *world) time.Time {
+		edge := w.epoch.Truncate(time.Hour).Add(time.Hour)
+		lose := false
+		w.script.lose = func(name string) bool { return lose && strings.HasPrefix(name, "counters/watchers:p1/shards/") }
+		w.at(w.ms(1000), func() { w.read("watchers:p1", 0, "u0", "") })
+		w.at(edge.Add(time.Second), func() {
+			lose = true // the event of the view back
+			w.read("watchers:p1", 0, "u0", "")
+		})
+		w.at(edge.Add(5*time.Second), func() { lose = false })
+		return edge.Add(30 * time.Minute)
+	})
+	hour := w.epoch.Truncate(time.Hour)
+	got := w.estimates("watchers:p1")
+	if want := map[string]int64{windows.DocID(windows.Hour, hour): 1, windows.DocID(windows.Hour, hour.Add(time.Hour)): 1, windows.DocID(windows.Day, hour): 1}; !maps.Equal(got, want) {
 		t.Errorf("buckets %v, want %v", got, want)
 	}
 }
