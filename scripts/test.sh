@@ -37,22 +37,34 @@ sc_workdir
 started=$SECONDS
 step() { echo "== $* ($((SECONDS - started)) s)"; }
 # A heartbeat through the whole run, for the stretches where nothing
-# prints (a fresh machine's builds, one long test).
-(while sleep 20; do echo "  … still running ($((SECONDS - started)) s)"; done) &
+# prints (a fresh machine's builds, one long test). Stopped, it stops its
+# sleep too, which would hold a log pipe open.
+(trap 'kill "$s" 2>/dev/null; exit' TERM
+  while :; do sleep 20 & s=$!; wait "$s"; echo "  … still running ($((SECONDS - started)) s)"; done) &
 heartbeat=$!
 # What the tests install comes over the network: it starts first, in the
-# background, while the checks below keep the CPU busy. A run that ends
-# early waits for it (npm ci or dpkg stopped midway leaves a broken
-# install for the next run).
+# background, while the checks below keep the CPU busy. Each runs in a
+# session of its own, out of reach of a Ctrl-C (npm ci or dpkg stopped
+# midway leaves a broken install for the next run), and a run that ends
+# early waits for them.
 npm= apt=
-trap 'kill "$heartbeat" 2>/dev/null || true; for p in $npm $apt; do wait "$p" 2>/dev/null || true; done; sc_cleanup' EXIT
+finish() {
+  trap '' INT TERM # the installs are finishing; the cleanup must still run
+  if [ -n "$npm$apt" ]; then
+    echo "waiting for the installs begun in the background to finish…"
+    for p in $npm $apt; do wait "$p" 2>/dev/null || true; done
+  fi
+  kill "$heartbeat" 2>/dev/null || true
+  sc_cleanup
+}
+trap finish EXIT
 step "npm packages and Chromium, when missing, installing in the background"
-(sc_npm_ci) >"$tmp/npm.log" 2>&1 &
+setsid bash -c '. scripts/lib.sh; sc_npm_ci' >"$tmp/npm.log" 2>&1 &
 npm=$!
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian's chromium package (once; about a minute)…"
-    (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >"$tmp/apt.log" 2>&1 &
+    setsid bash -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium' >"$tmp/apt.log" 2>&1 &
     apt=$!
   else
     echo "chromium is not installed and cannot be installed here (not root, or no apt-get): the browser test will skip"
@@ -84,14 +96,18 @@ step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 step "npm packages"
-wait "$npm" || { cat "$tmp/npm.log"; exit 1; }
+installed=0
+wait "$npm" || installed=$?
+npm=
 cat "$tmp/npm.log"
+[ "$installed" = 0 ] || exit 1
 
 step "Chromium, for the browser test"
 if [ -n "$apt" ] && ! wait "$apt"; then
   tail -n 20 "$tmp/apt.log"
   echo "could not install chromium: the browser test will skip"
 fi
+apt=
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null || true
 
 step "time fuzzer: no input may cost more than a bounded time per byte (FuzzEdgeTime, ${FUZZ_TIME:-20s})"
