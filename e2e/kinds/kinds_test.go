@@ -145,7 +145,7 @@ func TestOnlyAdminsCreate(t *testing.T) {
 	}
 	backend := admin(t)
 	for _, own := range []string{`"unique":false`, `"num_shards":2`, `"followers_count":10`, `"post_type":"image"`, `"ranked":true`} {
-		if r := call(t, backend, "POST", "createCounter", fmt.Sprintf(`{"counter_id":"likes:made-%s",%s}`, run, own)); r.Status != http.StatusBadRequest {
+		if r := call(t, backend, "POST", "createCounter", fmt.Sprintf(`{"counter_id":"likes:made-%s",%s}`, run, own)); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("send counter_id alone")) {
 			t.Errorf("an admin's counter of a kind with %s of its own: %s", own, r)
 		}
 	}
