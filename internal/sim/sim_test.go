@@ -16,8 +16,8 @@ import (
 
 var (
 	seedFlag    = flag.Uint64("seed", 0, "replay only this simulation seed")
-	simsFlag    = flag.Int("sims", 0, "the fixed seeds TestSimulation runs, 1 to sims (default 300, 30 under -race; a long run: -sims 20000, docs/design/simulation.md)")
-	freshFlag   = flag.Int("fresh", -1, "fresh seeds TestSimulation runs beside the fixed ones, from a random base it prints (default 50, 5 under -race)")
+	simsFlag    = flag.Int("sims", 0, "the fixed seeds TestSimulation runs, 1 to sims (default 150, 6 under -race; a long run: -sims 20000, docs/design/simulation.md)")
+	freshFlag   = flag.Int("fresh", -1, "fresh seeds TestSimulation runs beside the fixed ones, from a random base it prints (default 20, 2 under -race)")
 	summaryFlag = flag.Bool("summary", false, "one line per failing seed: its first problem")
 )
 
