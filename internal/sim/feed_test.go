@@ -171,30 +171,17 @@ func TestAPageReadWhileALikeAndADeleteLand(t *testing.T) {
 		return w.ms(9000)
 	})
 	for _, c := range changes {
-		var pages []*op
+		sawBefore, sawAfter := false, false
 		for _, o := range w.ops {
 			if o.fn == "getCounters" && o.ok() && len(o.answer.Counters) == len(page) && // else checkFeed said so
 				!o.start.Before(w.ms(c.at+from)) && !o.start.After(w.ms(c.at+to)) {
-				pages = append(pages, o)
+				r := o.answer.Counters[c.row]
+				sawBefore = sawBefore || c.before(r)
+				sawAfter = sawAfter || c.after(r)
 			}
 		}
-		var seen *op // the first page to end having seen the change
-		sawBefore := false
-		for _, o := range pages {
-			r := o.answer.Counters[c.row]
-			sawBefore = sawBefore || c.before(r)
-			if c.after(r) && (seen == nil || o.end.Before(seen.end)) {
-				seen = o
-			}
-		}
-		if !sawBefore || seen == nil {
-			t.Errorf("the change at %d ms to %s: some page saw it before %v, after %v; want both, the change landing among the pages", c.at, page[c.row], sawBefore, seen != nil)
-			continue
-		}
-		for _, o := range pages { // and no page begun later goes back
-			if o.start.After(seen.end) && c.before(o.answer.Counters[c.row]) {
-				t.Errorf("the change at %d ms to %s: %s showed it as before, though %s, which ended before it began, showed it made", c.at, page[c.row], o, seen)
-			}
+		if !sawBefore || !sawAfter {
+			t.Errorf("the change at %d ms to %s: some page saw it before %v, after %v; want both, the change landing among the pages", c.at, page[c.row], sawBefore, sawAfter)
 		}
 	}
 }
