@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +131,35 @@ func TestAPageIsBoundedAndNamedOneWay(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		case err != nil && len(err.Error()) > 300:
 			t.Errorf("%s: an error of %d bytes echoes its input", tc.name, len(err.Error()))
+		}
+	}
+}
+
+// TestAPagesIdsCostWhatItsBodyDoes: a key too long for any id, named by
+// 200 kinds, builds ids of a bounded length, each row failing alone.
+// Built whole, a 60 KB key (a body under the 64 KiB bound) made 12 MB of
+// ids.
+func TestAPagesIdsCostWhatItsBodyDoes(t *testing.T) {
+	long := strings.Repeat("k", 60_000)
+	body := wire.GetCountersRequest{Keys: []string{long}, Kinds: slices.Repeat([]string{"likes"}, 200)}
+	kinds := newMemCore(t, nil).cfg.Kinds
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ids, err := counterIDsOf(body, kinds)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(ids) != 200 {
+		t.Fatalf("%d ids, %v", len(ids), err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("200 ids of a 60 KB key took %d KB", grew>>10)
+	}
+	rows, err := newMemCore(t, nil).GetCounters(context.Background(), user, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if codeOf(r.Err) != "INVALID_ARGUMENT" || r.Row.CounterID != "likes:"+long[:58]+"…" {
+			t.Fatalf("a row of the long key: %q %v", r.Row.CounterID, r.Err)
 		}
 	}
 }

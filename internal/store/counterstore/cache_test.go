@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardcount/shardcount/internal/counter"
 	"github.com/shardcount/shardcount/internal/sizedlru"
+	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -36,5 +37,30 @@ func TestTheCacheReckonsWhatItHolds(t *testing.T) {
 	t.Logf("%d counters: reckoned %d KiB, the heap grew %d KiB", n, c.Bytes()>>10, grew>>10)
 	if c.Bytes() < grew*2/3 || c.Bytes() > grew*2 {
 		t.Errorf("the cache reckons %d bytes for what took %d", c.Bytes(), grew)
+	}
+}
+
+// TestALateReadDoesNotPutBackWhatACommitReplaced: a page's read of a
+// counter, begun before this instance deleted it and answered after,
+// left the counter live in the cache over the deletion's tombstone, so
+// the instance that deleted it answered it for a while yet. An entry is
+// replaced by a newer version of the document only (or, read absent, by
+// a read begun later).
+func TestALateReadDoesNotPutBackWhatACommitReplaced(t *testing.T) {
+	s := New(&shared.Base{}, Options{ShardCountCache: 5 * time.Second, Calendar: windows.UTC})
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	live := counter.Counter{ID: "x", Version: at(0)}
+	gone := counter.Counter{ID: "x", Version: at(20), Deleted: counter.Deletion{At: at(10)}}
+	s.Remember(gone, at(10))                                              // the deletion's commit, sent at 10 ms
+	s.Remember(live, at(5))                                               // a read begun at 5 ms, answered after it
+	s.keep("x", cachedCounter{read: at(7), expires: at(7), absent: true}) // a read of nothing, begun before the commit
+	if e, _ := s.cached.Get("x"); !e.c.Version.Equal(gone.Version) {
+		t.Errorf("the cache holds version %v (absent: %v), want the tombstone's", e.c.Version, e.absent)
+	}
+	again := counter.Counter{ID: "x", Version: at(900)} // created again elsewhere, read later
+	s.Remember(again, at(950))
+	if e, _ := s.cached.Get("x"); !e.c.Version.Equal(again.Version) {
+		t.Errorf("the cache holds version %v, want the counter created again", e.c.Version)
 	}
 }

@@ -128,7 +128,7 @@ func (s *Store) load(ctx context.Context, ids []string, start time.Time, pay fun
 			if kind, ok := s.opts.Kinds.Of(id); ok {
 				absent.c = kind.Counter(id)
 			}
-			s.cached.Add(id, absent)
+			s.keep(id, absent)
 			loaded[id] = absent
 			continue
 		}

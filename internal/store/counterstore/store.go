@@ -51,6 +51,7 @@ type Store struct {
 	opts   Options
 	cached *sizedlru.Cache[string, cachedCounter]
 
+	keepMu  sync.Mutex // an entry read and replaced at once (keep)
 	loadMu  sync.Mutex
 	loading map[string]chan struct{} // counters a read of Fresh is under way for, closed when it ends
 }
@@ -214,7 +215,21 @@ func (s *Store) Sums(ctx context.Context, c counter.Counter, at time.Time) (coun
 // the commit that wrote it, began: the cache never outlives the bound
 // reshards and deletions count on).
 func (s *Store) Remember(c counter.Counter, readStart time.Time) {
-	s.cached.Add(c.ID, cachedCounter{c: c, read: readStart, expires: readStart.Add(s.opts.ShardCountCache)})
+	s.keep(c.ID, cachedCounter{c: c, read: readStart, expires: readStart.Add(s.opts.ShardCountCache)})
+}
+
+// keep caches e as id's entry, unless the entry there holds a later
+// version of the document (or, e read absent, a read begun later): a read
+// answered after a commit of this instance, or after a newer read, must
+// not put back what they replaced (a live counter over the tombstone of
+// the deletion this instance made, answered 404 at once).
+func (s *Store) keep(id string, e cachedCounter) {
+	s.keepMu.Lock()
+	defer s.keepMu.Unlock()
+	if old, ok := s.cached.Get(id); ok && (old.c.Version.After(e.c.Version) || e.absent && old.read.After(e.read)) {
+		return
+	}
+	s.cached.Add(id, e)
 }
 
 // Sum returns the exact value of a counter at read time at (zero: now), a
