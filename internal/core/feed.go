@@ -71,7 +71,6 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetC
 			return nil, err
 		}
 	}
-	now := core.now()
 	for i := range out {
 		if out[i].Err != nil {
 			continue
@@ -81,10 +80,7 @@ func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetC
 			continue
 		}
 		c, row := counters[j], &out[i].Row
-		row.Count, row.AsOf = &c.Count, rfc3339Time(c.AsOf)
-		if c.Version.IsZero() {
-			row.AsOf = rfc3339Time(now) // of a kind, not used yet: 0 now
-		}
+		row.Count, row.AsOf = &c.Count, rfc3339Time(c.AsOf) // of a kind, not used yet: 0 as of the read
 		modes[c.Mode].row(row, c, held, caller.User != "")
 	}
 	return out, nil

@@ -164,6 +164,25 @@ func TestAPagesIdsCostWhatItsBodyDoes(t *testing.T) {
 	}
 }
 
+// TestAnUnusedCountersRowIsAsOfItsRead: a counter of a kind nobody used
+// is 0 as of the read that found it absent, not as of the call: one
+// answered from the cache a second later says so (it said now, though
+// the counter may have been counted since the read).
+func TestAnUnusedCountersRowIsAsOfItsRead(t *testing.T) {
+	m := newMemCore(t, map[string]string{"FEED_CACHE": "2s"})
+	read := m.now
+	for range 2 {
+		rows, err := m.GetCounters(context.Background(), anonymous, wire.GetCountersRequest{CounterIDs: []string{"views:unused"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := read.Format(time.RFC3339Nano); rows[0].Row.AsOf != want || rows[0].Row.Count == nil || *rows[0].Row.Count != 0 {
+			t.Errorf("at %s: %+v, want 0 as of %s", m.now.Format(time.RFC3339), rows[0].Row, want)
+		}
+		m.advance(time.Second)
+	}
+}
+
 // TestAHotPageIsReadOncePerBound: within FEED_CACHE every reader's page
 // is answered from the instance's cache (no document read, no token of
 // feed spent); past it, the documents are read again, once, in one

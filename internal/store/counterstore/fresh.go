@@ -20,8 +20,9 @@ import (
 // waited for, not read again, so a hot counter costs a read per instance
 // per bound however many read it. A counter that does not exist and is of
 // no kind, or a deleted one, is NOT_FOUND; one of a kind nobody used yet
-// is the counter its first use creates (a zero Version): both are
-// remembered too, so a feed of unused posts reads them once a bound.
+// is the counter its first use creates (a zero Version), 0 as of the read
+// that found it absent: both are remembered too, so a feed of unused
+// posts reads them once a bound.
 // err is a batched read's, or pay's: no counter is answered then.
 func (s *Store) Fresh(ctx context.Context, ids []string, within time.Duration, pay func(reads int) error) ([]counter.Counter, []error, error) {
 	now := s.base.Now()
@@ -127,6 +128,7 @@ func (s *Store) load(ctx context.Context, ids []string, start time.Time, pay fun
 			absent := cachedCounter{read: start, expires: start, absent: true}
 			if kind, ok := s.opts.Kinds.Of(id); ok {
 				absent.c = kind.Counter(id)
+				absent.c.AsOf = start // 0, as of the read
 			}
 			s.keep(id, absent)
 			loaded[id] = absent
