@@ -110,7 +110,8 @@ func TestAddAndBound(t *testing.T) {
 }
 
 func TestKeysIn(t *testing.T) {
-	for keysIn, ok := range map[string]bool{"posts": true, "forums/f1/posts": true, "forums/f1": false, "": false, "posts/": false, "__x__": false, "..": false} {
+	for keysIn, ok := range map[string]bool{"posts": true, "forums/f1/posts": true, "forums/f1": false, "": false, "posts/": false, "__x__": false, "..": false,
+		"counters": false, "counters/c1/members": false, "shardcount_erasures": false, "forums/f1/counters": true} {
 		_, err := ParseKinds(`{"likes": {"keys_in": "` + keysIn + `"}}`)
 		if (err == nil) != ok {
 			t.Errorf("keys_in %q: %v, want ok=%v", keysIn, err, ok)

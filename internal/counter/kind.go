@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	dm "github.com/shardcount/shardcount/internal/datamodel"
 )
 
 // Kind is a kind of counters an app declares once (COUNTER_KINDS): the
@@ -157,6 +159,9 @@ func (k Kind) validate(numShards, decrement, keysIn, mirror bool) error {
 	if keysIn && !isCollectionPath(k.KeysIn) {
 		return fmt.Errorf("keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"")
 	}
+	if top, _, _ := strings.Cut(k.KeysIn, "/"); keysIn && slices.Contains(ours, top) {
+		return fmt.Errorf("keys_in %q is under shardcount's own collection %q: name a collection of your app's", k.KeysIn, top)
+	}
 	if mirror && (!keysIn || !mirrorName.MatchString(k.Mirror)) {
 		return fmt.Errorf("mirror goes with keys_in, and names a field of its documents: 1 to 64 letters, digits or '_', not starting with a digit")
 	}
@@ -219,6 +224,10 @@ func (k Kind) MirrorOf(id string) (path, field string, ok bool) {
 	path, ok = k.KeyDocument(id)
 	return path, k.Mirror, ok
 }
+
+// ours are shardcount's own top-level collections: no kind's keys are
+// documents of them (a mirror would write its counts into them).
+var ours = []string{dm.Counters, dm.Activity, dm.Instruments, dm.Erasures, dm.State}
 
 // isCollectionPath: an odd number of segments, each a document id.
 func isCollectionPath(p string) bool {
