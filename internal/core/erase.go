@@ -127,7 +127,7 @@ func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, p
 				removed++
 			}
 		case errs.Is(r.Err, errs.NotFound), e != nil && strings.HasSuffix(e.Field, "member"):
-			skipped++ // deleted meanwhile (its purge removes it), or no longer unique
+			skipped++ // deleted meanwhile (its purge removes it), or of a kind that keeps no members now
 		default:
 			return removed, skipped, r.Err
 		}

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	dm "github.com/shardcount/shardcount/internal/datamodel"
+	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/wire"
 )
 
@@ -66,5 +70,32 @@ func TestAnErasuresPageTokenIsItsOwn(t *testing.T) {
 	m.advance(2 * time.Hour)
 	if _, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("ida"), PageToken: &token}); codeOf(err) != "INVALID_ARGUMENT" {
 		t.Errorf("a token past its record's life: %v", err)
+	}
+}
+
+// TestAnErasureSkipsAMemberOfAKindThatKeepsNoneNow: a member document left
+// under a counter of a kind made distinct since (its counter document
+// deleted by hand: the kind's new counter is distinct) is skipped, and
+// the erasure completes. Its −1 was refused (delta must be 1), the call a
+// 400, and every retry of its page token the same: the erasure never
+// ended.
+func TestAnErasureSkipsAMemberOfAKindThatKeepsNoneNow(t *testing.T) {
+	m := newMemCore(t, map[string]string{"ERASURE_CHECK": "30s", "FIRESTORE_DEADLINE": "10s"})
+	ctx := context.Background()
+	if _, err := m.db.Commit(ctx, fs.SetWrite(m.db.Name(dm.Member("watchers:p1", "ida")), map[string]*pb.Value{
+		dm.FieldUID: fs.StringValue("ida"), dm.FieldCounterID: fs.StringValue("watchers:p1"), dm.FieldJoinedAt: fs.TimeValue(m.now.Add(-time.Hour))})); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("ida")})
+	if err != nil || resp.Skipped != 1 {
+		t.Fatalf("the first call: %+v, %v; want the member skipped", resp, err)
+	}
+	m.advance(m.lastPassAfter())
+	token := resp.NextPageToken
+	if resp, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("ida"), PageToken: &token}); err != nil || !resp.Complete {
+		t.Errorf("the last pass: %+v, %v; want complete", resp, err)
+	}
+	if c, err := m.counters.Live(ctx, "watchers:p1"); err == nil {
+		t.Errorf("the erasure created the counter: %+v", c)
 	}
 }

@@ -109,9 +109,7 @@ func counterIDsOf(r wire.GetCountersRequest, kinds counter.Kinds) ([]string, err
 	}
 	ids := make([]string, 0, len(r.Keys)*len(r.Kinds))
 	for _, key := range r.Keys {
-		if len(key) > counter.MaxIDLength {
-			// Too long for any id: its rows fail alike, cut so that a
-			// 60 KB key named by 200 kinds builds no 12 MB of ids.
+		if len(key) > counter.MaxIDLength { // too long for any id: its rows fail alike, at no 200 × its length
 			key = key[:counter.MaxIDLength]
 		}
 		for _, k := range r.Kinds {

@@ -168,6 +168,9 @@ func (core *Core) authorize(ctx context.Context, caller Caller, id string, op in
 		a = authorized{c: c, fresh: fresh}
 	}
 	op.User, op.Counter, op.Fresh = caller.User, a.c, a.fresh
+	if op.Erase && !modes[a.c.Mode].members { // a member document left of a kind made plain or distinct since
+		return op, errs.Invalid("member", "%q keeps no members", id)
+	}
 	if err := modes[a.c.Mode].take(core, caller, a.c, &op, item); err != nil {
 		return op, err // before a first use is paid for: a choice it lacks creates nothing
 	}
