@@ -76,7 +76,7 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 		"top of a choice by carry":                         windowStore.TopQuery(windows.Day.Of("love"), windows.UTC.Start(windows.Day, now), 10, "reactions", windowstore.ByCarry(3)),
 		"a bucket's ranked buckets (the upgrade's check)":  windowStore.BucketsQuery(windows.Hour, windows.UTC.Start(windows.Hour, now), "", windowstore.ByCount),
 		"a bucket's carried buckets (the upgrade's check)": windowStore.BucketsQuery(windows.Day, windows.UTC.Start(windows.Day, now), "", windowstore.ByCarry(0)),
-		"a rolling window":                                 windowStore.RollingQuery("likes:p1", windows.Minute, now.Add(-time.Hour)),
+		"a rolling window":                                 windowStore.SpanQuery("likes:p1", windows.Minute, now.Add(-time.Hour), now.Add(time.Hour)),
 		"a user's likes":                                   members.LikedByQuery("u1", 20),
 		"a user's memberships":                             members.MembershipsQuery("u1", counter.Membership{}, 100),
 		"memberships, after":                               members.MembershipsQuery("u1", counter.Membership{CounterID: "likes:p1", Path: "counters/likes:p1/members/u1", JoinedAt: now}, 100),

@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
-	dm "github.com/shardcount/shardcount/internal/datamodel"
-	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/windows"
 )
 
@@ -61,20 +57,15 @@ func (s *Store) Rising(ctx context.Context, r windows.Rising, now time.Time, dep
 // baseline, summed exactly from its buckets (an aggregation each) at read
 // time at.
 func (s *Store) score(ctx context.Context, r windows.Rising, now, at time.Time, id string) (windows.Scored, error) {
-	x, err := s.sumSince(ctx, id, windows.Minute, windows.LastHour.From(now), at)
+	x, err := s.sumSpan(ctx, id, windows.Minute, windows.LastHour.From(now), s.listed(windows.LastHour.List, now), at)
 	if err != nil {
 		return windows.Scored{}, err
 	}
 	from, to := r.Baseline(now)
-	base, err := s.db.SumOf(ctx, s.SpanQuery(id, windows.Hour, from, to), dm.FieldCount, at)
+	base, err := s.sumSpan(ctx, id, windows.Hour, from, to, at)
 	if err != nil {
-		return windows.Scored{}, fs.Classify(err, "sum the baseline of "+id)
+		return windows.Scored{}, err
 	}
 	return windows.Scored{Ranked: windows.Ranked{CounterID: id, Count: x},
 		Baseline: max(float64(base), 0) / float64(r.BaselineHours), Score: r.Score(x, base)}, nil
-}
-
-// SpanQuery is counter id's buckets of g from from to before to.
-func (s *Store) SpanQuery(id string, g windows.Granularity, from, to time.Time) firestore.Query {
-	return s.RollingQuery(id, g, from).Where(dm.FieldStart, "<", to)
 }

@@ -46,8 +46,9 @@ func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time
 	if err != nil {
 		return nil, false, err
 	}
+	from, to := r.Start(s.cal, now), s.listed(r.List, now)
 	sums, unsummed, err := within(ctx, b.candidates(), func(ctx context.Context, id string) (int64, error) {
-		return s.sumSince(ctx, id, r.Sum, r.Start(s.cal, now), b.at)
+		return s.sumSpan(ctx, id, r.Sum, from, to, b.at)
 	})
 	if err != nil {
 		return nil, false, err
@@ -249,17 +250,24 @@ func tail(rs []windows.Ranked, depth int) int64 {
 	return rs[len(rs)-1].Count
 }
 
-// sumSince returns counter id's count in its buckets of g from from on, at
-// read time at (zero: now): one aggregation.
-func (s *Store) sumSince(ctx context.Context, id string, g windows.Granularity, from, at time.Time) (int64, error) {
-	v, err := s.db.SumOf(ctx, s.RollingQuery(id, g, from), dm.FieldCount, at)
+// listed is when the bucket of g holding now ends: a ranking's lists are
+// of the buckets up to it, and so are its sums, however late its reads
+// land (a read past the hour would sum minutes no list of the hour holds).
+func (s *Store) listed(g windows.Granularity, now time.Time) time.Time {
+	return s.cal.Step(g, s.cal.Start(g, now), 1)
+}
+
+// sumSpan returns counter id's count in its buckets of g from from to
+// before to, at read time at (zero: now): one aggregation.
+func (s *Store) sumSpan(ctx context.Context, id string, g windows.Granularity, from, to, at time.Time) (int64, error) {
+	v, err := s.db.SumOf(ctx, s.SpanQuery(id, g, from, to), dm.FieldCount, at)
 	return v, fs.Classify(err, "sum the window of "+id)
 }
 
-// RollingQuery is sumSince's query, for the index check.
-func (s *Store) RollingQuery(id string, g windows.Granularity, from time.Time) firestore.Query {
+// SpanQuery is counter id's buckets of g from from to before to.
+func (s *Store) SpanQuery(id string, g windows.Granularity, from, to time.Time) firestore.Query {
 	return s.db.Collection(dm.UnderCounter(id, dm.Windows)).
-		Where(dm.FieldGranularity, "==", string(g)).Where(dm.FieldStart, ">=", from).OrderBy(dm.FieldStart, firestore.Asc)
+		Where(dm.FieldGranularity, "==", string(g)).Where(dm.FieldStart, ">=", from).Where(dm.FieldStart, "<", to).OrderBy(dm.FieldStart, firestore.Asc)
 }
 
 // list is a ranking of one bucket to read: its start, and what by.
