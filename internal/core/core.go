@@ -26,23 +26,15 @@ import (
 // Caller is who sends a request, to which function, as the edge
 // identified them.
 type Caller struct {
-	Function string
-	// User is the caller's Firebase uid; empty when no token was sent
-	// (possible with AUTH=off only).
-	User string
-	// Anonymous is true for users of Firebase anonymous sign-in.
-	Anonymous bool
-	// Admin is true for a token with the custom claim admin: true, and for
-	// every caller with AUTH=off.
-	Admin bool
-	// IssuedAt is when the caller's ID token was issued (zero: none): a
-	// token issued before the user's erasure began makes nothing after it.
-	IssuedAt time.Time
-	// Addr is the caller's network address, for budgets.
-	Addr string
+	Function  string
+	User      string    // the Firebase uid; "" when no token was sent (AUTH=off only)
+	Anonymous bool      // a user of Firebase anonymous sign-in
+	Admin     bool      // a token with the custom claim admin: true, and every caller with AUTH=off
+	IssuedAt  time.Time // of the ID token (zero: none): one of before the user's erasure makes nothing
+	Addr      string    // the network address, for budgets
 	// AppToken is a digest of the caller's valid App Check token, whose
-	// budgets it spends from too; OneUse is true when that token was a
-	// limited-use one, consumed by this call: it pays for one increment.
+	// budgets it spends too; OneUse: a limited-use one, consumed by this
+	// call, which pays for one increment.
 	AppToken string
 	OneUse   bool
 }
@@ -150,18 +142,14 @@ type Stores struct {
 	Increments  Increments
 	Windows     Windows
 	Instruments Instruments
-	// ReadsPerIncrement bounds what one op's share of a shared commit
-	// reads, and ReadsPerReset what one reset reads: what their budgets
-	// pay for.
-	ReadsPerIncrement, ReadsPerReset int
-	// ReadsPerQuery bounds what one queryInstruments reads.
-	ReadsPerQuery int
+	// What one op's share of a shared commit, one reset and one
+	// queryInstruments read at most: what their budgets pay for.
+	ReadsPerIncrement, ReadsPerReset, ReadsPerQuery int
 }
 
 // Metrics are what the core counts (internal/telemetry's when deployed).
 type Metrics interface {
-	// CountIncrement counts one increment's outcome, of a like (a counter
-	// of members) or not: its result, or err.
+	// CountIncrement counts an increment's result, or err, of a like or not.
 	CountIncrement(like bool, r increment.Result, err error)
 }
 
@@ -170,9 +158,8 @@ type Options struct {
 	// Now is the core's clock, required: the service's (Deps.Now), or a
 	// test's. The core's own code reads no other; the rate limiter and the
 	// group commit it builds wait in real time, on the wall clock.
-	Now func() time.Time
-	// Metrics counts what the core does (nil: nothing).
-	Metrics Metrics
+	Now     func() time.Time
+	Metrics Metrics // what the core counts (nil: nothing)
 }
 
 // Core serves the counters' functions of one instance.

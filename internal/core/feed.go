@@ -21,16 +21,14 @@ type CounterRead struct {
 	Err error
 }
 
-// GetCounters reads a page of counters in one call: each as of the last
-// FEED_CACHE at most (this instance's cache; the rest in one batched
-// read), with the reader's own state of each (their membership and
-// choice: a query of their member documents for 30 counters at a time),
-// in the order asked. A counter of a kind nobody used is 0, created by no
-// read; one that does not exist, or was deleted, is its row's error, and
-// the other rows answer. The call spends a token of feed for every 20
-// documents it may read: a counter not fresh in the cache is one, a
-// counter the reader could be a member of at most one; fresh counters and
-// readers of none cost none.
+// GetCounters reads a page of counters in one call, in the order asked:
+// each as of FEED_CACHE ago at most (this instance's cache, the rest in
+// one batched read), with the reader's membership and choice (a query of
+// their member documents per 30 counters). A counter of a kind nobody used
+// is 0, created by no read; one that does not exist, or was deleted, is
+// its row's error alone. A token of feed pays for 20 documents it may
+// read: a counter not fresh in the cache, one the reader may be a member
+// of; fresh counters and readers of none cost none.
 func (core *Core) GetCounters(ctx context.Context, caller Caller, body wire.GetCountersRequest) ([]CounterRead, error) {
 	ctx = ledger.WithLabel(ctx, "feed")
 	ids, err := counterIDsOf(body, core.cfg.Kinds)

@@ -31,10 +31,8 @@ type modeRules struct {
 	history   func(core *Core, ctx context.Context, c counter.Counter, h *windows.History, resp wire.GetCounterResponse) (wire.GetCounterResponse, error)
 	// row adds what a page's row of counter c tells its reader (held: the
 	// counters the reader is a member of, with their choice).
-	row func(row *wire.CounterRow, c counter.Counter, held map[string]string, signedIn bool)
-	// members: the counters keep a member document a user counted
-	// (listMembers, a reader's state in getCounters).
-	members bool
+	row     func(row *wire.CounterRow, c counter.Counter, held map[string]string, signedIn bool)
+	members bool // a member document per user counted (listMembers, a reader's state)
 }
 
 var modes = [...]modeRules{

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/shardcount/shardcount/internal/errs"
@@ -113,14 +114,13 @@ func (core *Core) TopCounters(ctx context.Context, caller Caller, body wire.TopC
 	return resp, nil
 }
 
-// risingDepth is the depth of the lists a rising ranking takes its
-// candidates from: a ranking of the last hour's, and the current and the
-// previous hour by rise.
+// risingDepth is the depth of the lists rising takes its candidates from
+// (the last hour's, the current and previous hour by rise); risingReads
+// bounds what it reads: those lists (three of the last hour's while
+// buckets of the version before carries are current), and two
+// aggregations a candidate.
 const risingDepth = 25
 
-// risingReads bounds what a rising ranking reads at depth: the lists
-// (three of the last hour's while buckets of the version before carries
-// are current, and two by rise), and two aggregations per candidate.
 func risingReads(depth int) int { return 15 * depth }
 
 // rising ranks what is rising now (windows.RisingNow), at most
@@ -130,11 +130,7 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp wire.TopCounte
 	if limit > maxRollingLimit {
 		return wire.TopCountersResponse{}, errs.Invalid("limit", "must be at most %d for rising", maxRollingLimit)
 	}
-	tokens := (risingReads(risingDepth) + topReads - 1) / topReads
-	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
-		return wire.TopCountersResponse{}, errs.Invalid("window", "rising spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", tokens, most)
-	}
-	if err := core.allow(ctx, caller, ratelimit.Top, tokens); err != nil {
+	if err := core.spendTop(ctx, caller, "rising", risingReads(risingDepth)); err != nil {
 		return wire.TopCountersResponse{}, err
 	}
 	r := windows.RisingNow
@@ -159,8 +155,8 @@ func (core *Core) rising(ctx context.Context, caller Caller, resp wire.TopCounte
 func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolling, now time.Time, limit int, kind string) ([]windows.Ranked, bool, error) {
 	var ranked []windows.Ranked
 	exact := false
-	for depth, round := limit, 0; round < maxRollingRounds && !exact; depth, round = min(2*depth, maxRollingDepth), round+1 {
-		err := core.allow(ctx, caller, ratelimit.Top, (rollingReads(depth)+topReads-1)/topReads)
+	for round, depth := range rollingDepths(limit) {
+		err := core.spendTop(ctx, caller, r.Name+" of limit "+strconv.Itoa(limit), rollingReads(depth))
 		var deeper []windows.Ranked
 		if err == nil {
 			deeper, exact, err = core.windows.RollingTop(ctx, r, now, depth, limit, kind)
@@ -171,10 +167,31 @@ func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolli
 		case err != nil:
 			return ranked, false, nil
 		}
-		ranked = deeper
-		if depth == maxRollingDepth {
+		if ranked = deeper; exact {
 			break
 		}
 	}
 	return ranked, exact, nil
+}
+
+// rollingDepths are a rolling window's rounds' depths: from limit, twice
+// as deep each, the last at full depth (a limit of 1 ended at 4).
+func rollingDepths(limit int) []int {
+	depths := []int{limit}
+	for d := limit; d < maxRollingDepth && len(depths) < maxRollingRounds; depths = append(depths, d) {
+		if d = min(2*d, maxRollingDepth); len(depths) == maxRollingRounds-1 {
+			d = maxRollingDepth
+		}
+	}
+	return depths
+}
+
+// spendTop spends the tokens of top reading reads costs: more than the
+// budget holds at once is a 400 naming what, not a 429 no wait gets past.
+func (core *Core) spendTop(ctx context.Context, caller Caller, what string, reads int) error {
+	tokens := (reads + topReads - 1) / topReads
+	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
+		return errs.Invalid("window", "%s spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", what, tokens, most)
+	}
+	return core.allow(ctx, caller, ratelimit.Top, tokens)
 }
