@@ -227,7 +227,7 @@ func (k Kind) MirrorOf(id string) (path, field string, ok bool) {
 
 // ours are shardcount's own top-level collections: no kind's keys are
 // documents of them (a mirror would write its counts into them).
-var ours = []string{dm.Counters, dm.Activity, dm.Instruments, dm.Erasures, dm.State}
+var ours = []string{dm.Counters, dm.Activity, dm.Erasures, dm.State}
 
 // isCollectionPath: an odd number of segments, each a document id.
 func isCollectionPath(p string) bool {

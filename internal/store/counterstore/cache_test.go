@@ -44,8 +44,8 @@ func TestTheCacheReckonsWhatItHolds(t *testing.T) {
 // counter, begun before this instance deleted it and answered after,
 // left the counter live in the cache over the deletion's tombstone, so
 // the instance that deleted it answered it for a while yet. An entry is
-// replaced by a newer version of the document only (or, read absent, by
-// a read begun later).
+// replaced by a newer version of the document only, or, where either was
+// read absent, by a read begun later.
 func TestALateReadDoesNotPutBackWhatACommitReplaced(t *testing.T) {
 	s := New(&shared.Base{}, Options{ShardCountCache: 5 * time.Second, Calendar: windows.UTC})
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -57,6 +57,14 @@ func TestALateReadDoesNotPutBackWhatACommitReplaced(t *testing.T) {
 	s.keep("x", cachedCounter{read: at(7), expires: at(7), absent: true}) // a read of nothing, begun before the commit
 	if e, _ := s.cached.Get("x"); !e.c.Version.Equal(gone.Version) {
 		t.Errorf("the cache holds version %v (absent: %v), want the tombstone's", e.c.Version, e.absent)
+	}
+	s.keep("x", cachedCounter{read: at(500), expires: at(500), absent: true}) // dropped since, read later
+	if e, _ := s.cached.Get("x"); !e.absent {
+		t.Errorf("the cache holds version %v, want the later read of nothing", e.c.Version)
+	}
+	s.Remember(live, at(400)) // a read begun before that one, answered after
+	if e, _ := s.cached.Get("x"); !e.absent {
+		t.Errorf("the cache holds version %v, want the later read of nothing", e.c.Version)
 	}
 	again := counter.Counter{ID: "x", Version: at(900)} // created again elsewhere, read later
 	s.Remember(again, at(950))
