@@ -203,6 +203,41 @@ func TestCountsMirroredIntoTheAppsDocuments(t *testing.T) {
 	}
 }
 
+// TestAPostThatTakesNoMirrorStopsNoRollUp: a post at Firestore's size
+// limit refuses the mirrored count (INVALID_ARGUMENT); the roll-up of its
+// counter is written without it. Before, the refusal failed the whole
+// commit: the counter's own document never rolled up again.
+func TestAPostThatTakesNoMirrorStopsNoRollUp(t *testing.T) {
+	fs := testenv.Firestore(t, project)
+	ctx := context.Background()
+	post := "full-" + run
+	// A document's size: its name's segments (each + 1) + 16, each field's
+	// name + 1 and string + 1, + 32 (Firestore's storage size). This one
+	// is 5 bytes short of 1 MiB: the field "hearts" (7 + 8) does not fit.
+	// Two fields: one string is 1,048,487 bytes at most.
+	rest := 1<<20 - 5 - (len("posts") + 1 + len(post) + 1 + 16) - 2*(len("b1")+1+1) - 32
+	if _, err := fs.Doc("posts/"+post).Set(ctx, map[string]any{"b1": strings.Repeat("x", rest/2), "b2": strings.Repeat("y", rest-rest/2)}); err != nil {
+		t.Fatal(err)
+	}
+	backend := admin(t)
+	for i := range 2 {
+		if r := call(t, backend, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":"hearts:%s","member":"f%d-%s"}`, post, i, run)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	rollUp(t, "hearts:"+post)
+	snap, err := fs.Doc("counters/hearts:" + post).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := snap.Data()["count"]; n != int64(2) {
+		t.Errorf("the counter's roll-up beside a post that takes no mirror: count %v, want 2", n)
+	}
+	if snap, err := fs.Doc("posts/" + post).Get(ctx); err != nil || snap.Data()["hearts"] != nil {
+		t.Errorf("the full post: %v, hearts %v", err, snap.Data()["hearts"])
+	}
+}
+
 // TestTheGoClientReadsAPage: the Go client's Feed (every kind of every
 // key, in that order) and Counters (ids), with the reader's own choice, an
 // unused counter of a kind at 0 and a counter of no kind failing alone.

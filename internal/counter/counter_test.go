@@ -193,6 +193,12 @@ func TestKindsAreReadStrictly(t *testing.T) {
 		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "stats.likes"}}`, false},
 		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": ""}}`, false},
 		{`{"reactions": {"choices": ["like"], "keys_in": "posts", "mirror": "reactions"}}`, true},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "__likes__"}}`, false}, // Firestore refuses the field: every roll-up failed
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "__likes"}}`, true},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "n"}, "views": {"keys_in": "posts", "mirror": "n"}}`, false},
+		{`{"likes": {"unique": true, "keys_in": "posts", "mirror": "n"}, "views": {"keys_in": "videos", "mirror": "n"}}`, true},
+		{`{"likes": {"unique": true, "keys_in": "` + strings.Repeat("a/b/", 49) + `c"}}`, false}, // 99 segments
+		{`{"likes": {"unique": true, "keys_in": "` + strings.Repeat("x", 1025) + `"}}`, false},
 	} {
 		if _, err := ParseKinds(tc.kinds); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok=%v", tc.kinds, err, tc.ok)

@@ -114,6 +114,11 @@ func ParseKinds(s string) (Kinds, error) {
 			return nil, fmt.Errorf("kind %q: %v", name, err)
 		}
 		k.Name = name
+		for _, other := range out {
+			if k.Mirror != "" && other.KeysIn == k.KeysIn && other.Mirror == k.Mirror {
+				return nil, fmt.Errorf("kind %q: mirror %q of %q is kind %q's too: each would overwrite the other's count", name, k.Mirror, k.KeysIn, other.Name)
+			}
+		}
 		out[name] = k
 	}
 	return out, nil
@@ -162,8 +167,8 @@ func (k Kind) validate(numShards, decrement, keysIn, mirror bool) error {
 	if top, _, _ := strings.Cut(k.KeysIn, "/"); keysIn && slices.Contains(ours, top) {
 		return fmt.Errorf("keys_in %q is under shardcount's own collection %q: name a collection of your app's", k.KeysIn, top)
 	}
-	if mirror && (!keysIn || !mirrorName.MatchString(k.Mirror)) {
-		return fmt.Errorf("mirror goes with keys_in, and names a field of its documents: 1 to 64 letters, digits or '_', not starting with a digit")
+	if mirror && (!keysIn || !mirrorName.MatchString(k.Mirror) || isReserved(k.Mirror)) {
+		return fmt.Errorf("mirror goes with keys_in, and names a field of its documents: 1 to 64 letters, digits or '_', not starting with a digit, nor both starting and ending with \"__\" (Firestore's own)")
 	}
 	return nil
 }
@@ -229,17 +234,23 @@ func (k Kind) MirrorOf(id string) (path, field string, ok bool) {
 // documents of them (a mirror would write its counts into them).
 var ours = []string{dm.Counters, dm.Activity, dm.Erasures, dm.State}
 
-// isCollectionPath: an odd number of segments, each a document id.
+// isCollectionPath: an odd number of segments, each a document id, short
+// enough that its documents' names are (Firestore: 6 KiB, 100 segments;
+// a key, up to a counter id, comes after).
 func isCollectionPath(p string) bool {
 	segments := strings.Split(p, "/")
-	return len(segments)%2 == 1 && !slices.ContainsFunc(segments, func(s string) bool { return !isDocumentID(s) })
+	return len(p) <= 1024 && len(segments) < 99 && len(segments)%2 == 1 && !slices.ContainsFunc(segments, func(s string) bool { return !isDocumentID(s) })
+}
+
+// isReserved: a name Firestore keeps for itself ("__name__").
+func isReserved(s string) bool {
+	return len(s) >= 4 && strings.HasPrefix(s, "__") && strings.HasSuffix(s, "__")
 }
 
 // isDocumentID: what Firestore takes as a document or collection id, for
 // the characters a counter id may hold.
 func isDocumentID(s string) bool {
-	return s != "" && s != "." && s != ".." && len(s) <= 1500 && !strings.Contains(s, "/") &&
-		!(len(s) >= 4 && strings.HasPrefix(s, "__") && strings.HasSuffix(s, "__"))
+	return s != "" && s != "." && s != ".." && len(s) <= 1500 && !strings.Contains(s, "/") && !isReserved(s)
 }
 
 // UsersDecrement reports whether end users may decrement the kind's plain

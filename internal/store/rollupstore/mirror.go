@@ -19,7 +19,8 @@ import (
 // the count already (no write, so the app's triggers and listeners see
 // changes only). The write is conditional on the document's existence: a
 // deletion between the read and the commit fails the commit, whose retry
-// reads again and leaves it out.
+// reads again and leaves it out; a document that refuses it (at its size
+// limit) leaves it out of the commit at once (WriteRollup).
 //
 // Of a plain, unique or distinct counter the field is the count; of a
 // choice counter {count, counts: {choice: n}}.

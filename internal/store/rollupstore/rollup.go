@@ -12,6 +12,7 @@ import (
 	"github.com/shardcount/shardcount/internal/counter"
 	dm "github.com/shardcount/shardcount/internal/datamodel"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
+	"github.com/shardcount/shardcount/internal/logging"
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -88,20 +89,28 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 		}
 		writes = append(writes, estimates...)
 	}
-	if r.MirrorPath != "" {
-		w, err := s.mirrorWrite(ctx, c, r.MirrorPath, r.MirrorField)
-		if err != nil {
-			return time.Time{}, false, err
-		}
-		if w != nil {
-			writes = append(writes, w)
-		}
-	}
 	if r.Correct != 0 || r.CorrectCounts != nil {
 		writes = append(writes, s.base.ShardWrite(c.ID, s.base.IntN(c.ID, c.NumShards), shared.ShardChange{Count: r.Correct, Counts: r.CorrectCounts, Commits: 1}))
 	}
+	var mirror *pb.Write
+	if r.MirrorPath != "" {
+		var err error
+		if mirror, err = s.mirrorWrite(ctx, c, r.MirrorPath, r.MirrorField); err != nil {
+			return time.Time{}, false, err
+		}
+	}
 	sent := s.base.Now() // the cache's life starts with the commit, not its answer
-	resp, err := s.db.Commit(ctx, writes...)
+	all := writes
+	if mirror != nil {
+		all = append(slices.Clip(writes), mirror)
+	}
+	resp, err := s.db.Commit(ctx, all...)
+	if mirror != nil && fs.Code(err) == codes.InvalidArgument {
+		// The app's document takes no mirror (at its size limit, say): the
+		// counter's own roll-up goes on without it, never stopped by it.
+		logging.FromContext(ctx).Error("the app's document refused the mirrored count; the roll-up is written without it", "document", r.MirrorPath, "error", err.Error())
+		resp, err = s.db.Commit(ctx, writes...)
+	}
 	switch fs.Code(err) {
 	case codes.OK:
 		version := resp.GetWriteResults()[0].GetUpdateTime().AsTime()
