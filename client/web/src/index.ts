@@ -20,7 +20,7 @@
 import { httpsCallable, type Functions, type FunctionsError } from "firebase/functions";
 import {
   collectionGroup, doc, getDocs, limit, onSnapshot, orderBy, query, startAfter, where,
-  type DocumentData, type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
+  type DocumentData, type DocumentSnapshot, type Firestore, type QueryDocumentSnapshot, type Unsubscribe,
 } from "firebase/firestore";
 import type * as wire from "./wire";
 
@@ -181,9 +181,12 @@ export interface Shardcount {
    * A feed's page, live with the fewest listeners: the page once (feed),
    * then its counts from the app's own documents where a kind mirrors
    * them (mirrors, by kind: one listener a document, whatever its kinds),
-   * and from the counters' documents for the others. The reader's own
-   * like and reaction are the page's: call feed again to see another
-   * device's.
+   * and from the counters' documents for the others (duplicates once; no
+   * listener for a row that failed, and a path the SDK refuses is
+   * onError's). A counter of a kind that mirrors nothing, deleted while
+   * watched, becomes its row's error (NOT_FOUND), as feed answers it; a
+   * mirrored kind shows the mirror's last count. The reader's own like
+   * and reaction are the page's: call feed again to see another device's.
    */
   watchFeed(keys: string[], kinds: string[], mirrors: Record<string, Mirror>, onRows: (rows: Record<string, FeedRow>) => void, onError?: (e: Error) => void): Unsubscribe;
   /** Any function, with the same retry rule. */
@@ -315,41 +318,54 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     const update = (id: string, change: Partial<FeedRow>) => {
       if (rows[id] && !rows[id].error) rows[id] = { ...rows[id], ...change };
     };
+    // A listener each, once: a path the SDK cannot take (a key that is no
+    // document id) is the caller's onError, and the others listen on.
+    const listen = (path: string, next: (snap: DocumentSnapshot) => void) => {
+      try {
+        stops.push(onSnapshot(doc(firestore, path), next, onError));
+      } catch (e) {
+        onError?.(e as Error);
+      }
+    };
     feed(keys, kinds).then((page) => {
       if (stopped) return;
       rows = page;
       show();
+      const live = (id: string) => rows[id] !== undefined && !rows[id].error; // no listener for a row that failed
       // One listener a document of the app's, for every kind it mirrors.
-      const byDocument = new Map<string, string[]>();
-      for (const kind of kinds) {
+      const byDocument = new Map<string, { key: string; kinds: string[] }>();
+      for (const kind of new Set(kinds)) {
         const m = mirrors[kind];
         if (!m) continue;
-        for (const key of keys) {
+        for (const key of new Set(keys)) {
+          if (!live(`${kind}:${key}`)) continue;
           const path = `${m.collection}/${key}`;
-          byDocument.set(path, [...(byDocument.get(path) ?? []), kind]);
+          byDocument.set(path, { key, kinds: [...(byDocument.get(path)?.kinds ?? []), kind] });
         }
       }
-      for (const [path, mirrored] of byDocument) {
-        const key = path.slice(path.lastIndexOf("/") + 1);
-        stops.push(onSnapshot(doc(firestore, path), (snap) => {
+      for (const [path, { key, kinds: mirrored }] of byDocument) {
+        listen(path, (snap) => {
           for (const kind of mirrored) {
             const v = snap.get(mirrors[kind].field);
             if (typeof v === "number") update(`${kind}:${key}`, { count: v });
             else if (v && typeof v === "object") update(`${kind}:${key}`, { count: Number(v.count ?? 0), counts: v.counts ?? {} });
           }
           show();
-        }, onError));
+        });
       }
-      // The counters' documents of the kinds that mirror nothing.
-      for (const kind of kinds.filter((k) => !mirrors[k])) {
-        for (const key of keys) {
+      // The counters' documents of the kinds that mirror nothing: a counter
+      // deleted meanwhile is its row's error, as feed answers it.
+      for (const kind of new Set(kinds.filter((k) => !mirrors[k]))) {
+        for (const key of new Set(keys)) {
           const id = `${kind}:${key}`;
-          stops.push(onSnapshot(doc(firestore, "counters", id), (snap) => {
+          if (!live(id)) continue;
+          listen(`counters/${id}`, (snap) => {
             if (!snap.exists()) return; // not used yet: the page's 0
             const c = counterOf(snap.data(), true);
-            update(id, { count: c.count, asOf: c.asOf, ...(rows[id]?.counts ? { counts: c.counts } : {}) });
+            if (c.deleted) rows[id] = { ...rows[id], count: 0, error: { code: "NOT_FOUND", message: `counter "${id}" was deleted` } };
+            else update(id, { count: c.count, asOf: c.asOf, ...(rows[id]?.counts ? { counts: c.counts } : {}) });
             show();
-          }, onError));
+          });
         }
       }
     }, (err) => onError?.(err));
