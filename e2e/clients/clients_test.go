@@ -148,7 +148,7 @@ func TestTheWebClient(t *testing.T) {
 
 	t.Run("against dev.sh", func(t *testing.T) {
 		out := node(t, app, "node.mjs", recipe(t), append(env, "FUNCTIONS="+strings.TrimPrefix(dev.Functions(), "http://"))...)
-		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history", "viewers: one, an estimate; rising ranks"} {
+		for _, line := range []string{"a post nobody liked reads 0", "liked: heart and count", "unliked: heart and count", "the recipe: received likes", "views, ranking and history", "viewers: one, an estimate; rising ranks", "a live page: a bad key fails alone"} {
 			if !strings.Contains(out, line) {
 				t.Errorf("no %q:\n%s", line, out)
 			}

@@ -89,5 +89,17 @@ const rising = await sc.top("rising", { kind: "views" });
 assert.equal(rising.window, "rising");
 assert.equal(typeof rising.exact, "boolean", "rising says whether it is exact");
 console.log("viewers: one, an estimate; rising ranks");
+// A live page whose keys repeat and include one that names no document:
+// that row fails alone, its key gets no listener (one threw and stopped
+// every listener after it), and the others follow their counters.
+const errors = [];
+const page = await until((f) => sc.watchFeed(["a/b", post, post], ["views"], {}, f, (e) => errors.push(e)),
+  (rows) => rows[`views:${post}`]?.count === 3, "a live page");
+assert.equal(page["views:a/b"]?.error?.code, "INVALID_ARGUMENT", JSON.stringify(page));
+await sc.increment(`views:${post}`);
+await until((f) => sc.watchFeed(["a/b", post, post], ["views", "views"], {}, f, (e) => errors.push(e)),
+  (rows) => rows[`views:${post}`]?.count === 4, "the live page after a view");
+assert.deepEqual(errors, []);
+console.log("a live page: a bad key fails alone");
 assert.deepEqual(waits, []); // nothing was retried against dev.sh
 process.exit(0);
