@@ -162,7 +162,7 @@ func (k Kind) validate(numShards, decrement, keysIn, mirror bool) error {
 		}
 	}
 	if keysIn && !isCollectionPath(k.KeysIn) {
-		return fmt.Errorf("keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\"")
+		return fmt.Errorf("keys_in must be a collection path such as \"posts\" or \"forums/f1/posts\", of at most 1,024 bytes and 97 segments")
 	}
 	if top, _, _ := strings.Cut(k.KeysIn, "/"); keysIn && slices.Contains(ours, top) {
 		return fmt.Errorf("keys_in %q is under shardcount's own collection %q: name a collection of your app's", k.KeysIn, top)

@@ -321,6 +321,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     // A listener each, once: a path the SDK cannot take (a key that is no
     // document id) is the caller's onError, and the others listen on.
     const listen = (path: string, next: (snap: DocumentSnapshot) => void) => {
+      if (stopped) return; // stopped from onRows: nothing more to listen to
       try {
         stops.push(onSnapshot(doc(firestore, path), next, onError));
       } catch (e) {
@@ -362,13 +363,14 @@ export function shardcount(options: ShardcountOptions): Shardcount {
           listen(`counters/${id}`, (snap) => {
             if (!snap.exists()) return; // not used yet: the page's 0
             const c = counterOf(snap.data(), true);
-            if (c.deleted) rows[id] = { ...rows[id], count: 0, error: { code: "NOT_FOUND", message: `counter "${id}" was deleted` } };
-            else update(id, { count: c.count, asOf: c.asOf, ...(rows[id]?.counts ? { counts: c.counts } : {}) });
+            const { error: _, ...row } = rows[id]; // live at the page: an error since is the deletion's
+            if (c.deleted) rows[id] = { ...row, count: 0, ...(row.counts ? { counts: {} } : {}), error: { code: "NOT_FOUND", message: `counter "${id}" was deleted` } };
+            else rows[id] = { ...row, count: c.count, asOf: c.asOf, ...(row.counts ? { counts: c.counts } : {}) }; // created again too
             show();
           });
         }
       }
-    }, (err) => onError?.(err));
+    }).catch((err) => onError?.(err)); // the page's, or onRows' own
     return () => {
       stopped = true;
       stops.forEach((stop) => stop());

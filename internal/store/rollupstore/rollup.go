@@ -107,8 +107,9 @@ func (s *Store) WriteRollup(ctx context.Context, r counter.Rollup) (time.Time, b
 	resp, err := s.db.Commit(ctx, all...)
 	if mirror != nil && fs.Code(err) == codes.InvalidArgument {
 		// The app's document takes no mirror (at its size limit, say): the
-		// counter's own roll-up goes on without it, never stopped by it.
-		logging.FromContext(ctx).Error("the app's document refused the mirrored count; the roll-up is written without it", "document", r.MirrorPath, "error", err.Error())
+		// counter's own roll-up goes on without it, never stopped by it (a
+		// refusal of its own writes is refused again, and answered).
+		logging.FromContext(ctx).Error("the roll-up's commit with the mirrored count was refused; it is sent again without it", "document", r.MirrorPath, "error", err.Error())
 		resp, err = s.db.Commit(ctx, writes...)
 	}
 	switch fs.Code(err) {
