@@ -333,12 +333,13 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       rows = page;
       show();
       const live = (id: string) => rows[id] !== undefined && !rows[id].error; // no listener for a row that failed
+      const eachKey = [...new Set(keys)], eachKind = [...new Set(kinds)]; // duplicates listen once
       // One listener a document of the app's, for every kind it mirrors.
       const byDocument = new Map<string, { key: string; kinds: string[] }>();
-      for (const kind of new Set(kinds)) {
+      for (const kind of eachKind) {
         const m = mirrors[kind];
         if (!m) continue;
-        for (const key of new Set(keys)) {
+        for (const key of eachKey) {
           if (!live(`${kind}:${key}`)) continue;
           const path = `${m.collection}/${key}`;
           byDocument.set(path, { key, kinds: [...(byDocument.get(path)?.kinds ?? []), kind] });
@@ -356,8 +357,8 @@ export function shardcount(options: ShardcountOptions): Shardcount {
       }
       // The counters' documents of the kinds that mirror nothing: a counter
       // deleted meanwhile is its row's error, as feed answers it.
-      for (const kind of new Set(kinds.filter((k) => !mirrors[k]))) {
-        for (const key of new Set(keys)) {
+      for (const kind of eachKind.filter((k) => !mirrors[k])) {
+        for (const key of eachKey) {
           const id = `${kind}:${key}`;
           if (!live(id)) continue;
           listen(`counters/${id}`, (snap) => {

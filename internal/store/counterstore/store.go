@@ -218,20 +218,27 @@ func (s *Store) Remember(c counter.Counter, readStart time.Time) {
 	s.keep(c.ID, cachedCounter{c: c, read: readStart, expires: readStart.Add(s.opts.ShardCountCache)})
 }
 
-// keep caches e as id's entry, unless the entry there is newer: a later
-// version of the document, or, when either was read absent (no version),
-// a read begun later. A read answered after a commit of this instance, or
-// after a newer read, must not put back what they replaced (a live
-// counter over the tombstone of the deletion this instance made, answered
-// 404 at once).
+// keep caches e as id's entry, unless the entry there is newer: a read
+// answered after a commit of this instance, or after a newer read, must
+// not put back what they replaced (a live counter over the tombstone of
+// the deletion this instance made, answered 404 at once).
 func (s *Store) keep(id string, e cachedCounter) {
 	s.keepMu.Lock()
 	defer s.keepMu.Unlock()
-	old, ok := s.cached.Get(id)
-	if ok && (old.absent || e.absent) && old.read.After(e.read) || ok && !old.absent && !e.absent && old.c.Version.After(e.c.Version) {
+	if old, ok := s.cached.Get(id); ok && old.newerThan(e) {
 		return
 	}
 	s.cached.Add(id, e)
+}
+
+// newerThan reports whether e saw a later state than o: a later version of
+// the document, or, when either was read absent (no version), a read
+// begun later.
+func (e cachedCounter) newerThan(o cachedCounter) bool {
+	if e.absent || o.absent {
+		return e.read.After(o.read)
+	}
+	return e.c.Version.After(o.c.Version)
 }
 
 // Sum returns the exact value of a counter at read time at (zero: now), a
