@@ -24,6 +24,11 @@ function until(watch, test, what) {
   });
 }
 
+// poll resolves once test() holds, looked at every 50 ms.
+function poll(test, what) {
+  return until((f) => { const t = setInterval(() => f(), 50); return () => clearInterval(t); }, test, what);
+}
+
 if (process.env.MODE === "retry") {
   const like = await sc.like(`likes:${post}`);
   // The third attempt counted, its answer lost: the fourth is its replay.
@@ -101,5 +106,50 @@ await until((f) => sc.watchFeed(["a/b", post, post], ["views", "views"], {}, f, 
   (rows) => rows[`views:${post}`]?.count === 4, "the live page after a view");
 assert.deepEqual(errors, []);
 console.log("a live page: a bad key fails alone");
+
+// A page stopped from its first onRows hears nothing more: no listener is
+// attached after. A second page's listener, attached later on the same
+// document, hears the next view after the first would have (the SDK calls
+// a document's listeners in the order they were attached).
+let heard = 0;
+const stopFirst = sc.watchFeed([post], ["views"], {}, () => { heard++; stopFirst(); }, (e) => errors.push(e));
+await poll(() => heard > 0, "the stopped page's first rows");
+await sc.increment(`views:${post}`);
+await until((f) => sc.watchFeed([post], ["views"], {}, f, (e) => errors.push(e)), (rows) => rows[`views:${post}`]?.count === 5, "the view after");
+assert.equal(heard, 1, "a page stopped from its first onRows was called again");
+// An onRows that throws is the page's onError.
+const thrown = await new Promise((resolve) => { sc.watchFeed([post], ["views"], {}, () => { throw new Error("onRows failed"); }, resolve); });
+assert.equal(thrown.message, "onRows failed");
+console.log("a live page: stopped from onRows, its throw to onError");
+
+// A live page follows its counter's deletion (the row is NOT_FOUND, as a
+// feed answers it) and its creation again (the row counts from the new
+// counter), as the app's backend (an admin) does both.
+const backend = async (fn, body) => {
+  const r = await fetch(`http://${env("FUNCTIONS")}/${fn}`, { method: "POST", body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${env("ADMIN_TOKEN")}` } });
+  return { status: r.status, body: await r.json(), retryAfter: Number(r.headers.get("Retry-After") ?? 1) };
+};
+const gone = `views:${post}-b`;
+await sc.increment(gone);
+const seen = [];
+const stopGone = sc.watchFeed([`${post}-b`], ["views"], {}, (rows) => seen.push(rows[gone]), (e) => errors.push(e));
+const latest = (test, what) => poll(() => seen.length > 0 && test(seen.at(-1)), what);
+await latest((r) => r.count === 1 && !r.error, "the page before the deletion");
+const del = await backend("deleteCounter", { counter_id: gone });
+assert.equal(del.status, 200, JSON.stringify(del.body));
+await latest((r) => r.error?.code === "NOT_FOUND" && r.count === 0, "the row of a deleted counter");
+// The id is free again after reusable_after; until its purge ends, a
+// creation answers 409 or 503 with the time to wait.
+await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(del.body.reusable_after) - Date.now())));
+for (let made = await backend("createCounter", { counter_id: gone }), tries = 1; made.status !== 201; made = await backend("createCounter", { counter_id: gone }), tries++) {
+  assert.ok([409, 503].includes(made.status) && tries < 30, JSON.stringify(made.body));
+  await new Promise((r) => setTimeout(r, made.retryAfter * 1000));
+}
+await sc.increment(gone);
+await latest((r) => r.count === 1 && !r.error, "the row of the counter made again");
+stopGone();
+assert.deepEqual(errors, []);
+console.log("a live page: deleted, then made again");
 assert.deepEqual(waits, []); // nothing was retried against dev.sh
 process.exit(0);
