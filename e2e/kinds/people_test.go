@@ -300,23 +300,31 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 
 // TestErasingOverAnOrphan: a member document whose counter's document was
 // deleted by hand is deleted by the erasure, and the counter is not
-// created again at −1.
+// created again at −1: of a kind's counter, and of one createCounter made
+// (whose member document was left, before, as if a purge would come).
 func TestErasingOverAnOrphan(t *testing.T) {
 	t.Parallel() // its erasure waits out its last pass (ERASURE_CHECK + 4 × FIRESTORE_DEADLINE + 1 s): the others wait beside it
 	owner, backend := user(t, "orphan-owner"), admin(t)
-	uid, id := "orphan-owner-"+run, "likes:orphaned-"+run
-	if r := call(t, owner, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+	uid, ids := "orphan-owner-"+run, []string{"likes:orphaned-" + run, "orphaned-" + run}
+	if r := call(t, backend, "POST", "createCounter", fmt.Sprintf(`{"counter_id":%q,"unique":true}`, ids[1])); r.Status != http.StatusCreated {
 		t.Fatal(r)
 	}
 	fs := testenv.Firestore(t, project)
-	if _, err := fs.Doc("counters/" + id).Delete(context.Background()); err != nil {
-		t.Fatal(err)
+	for _, id := range ids {
+		if r := call(t, owner, "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, id)); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+		if _, err := fs.Doc("counters/" + id).Delete(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	erase(t, backend, uid)
-	if snap, err := fs.Doc("counters/" + id).Get(context.Background()); err == nil {
-		t.Errorf("the erasure created the counter again: %v", snap.Data())
-	}
-	if _, err := fs.Doc("counters/" + id + "/members/" + uid).Get(context.Background()); err == nil {
-		t.Error("the orphan member document is still there")
+	for _, id := range ids {
+		if snap, err := fs.Doc("counters/" + id).Get(context.Background()); err == nil {
+			t.Errorf("the erasure created %s again: %v", id, snap.Data())
+		}
+		if _, err := fs.Doc("counters/" + id + "/members/" + uid).Get(context.Background()); err == nil {
+			t.Errorf("the orphan member document of %s is still there", id)
+		}
 	}
 }

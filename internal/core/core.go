@@ -32,11 +32,8 @@ type Caller struct {
 	Admin     bool      // a token with the custom claim admin: true, and every caller with AUTH=off
 	IssuedAt  time.Time // of the ID token (zero: none): one of before the user's erasure makes nothing
 	Addr      string    // the network address, for budgets
-	// AppToken is a digest of the caller's valid App Check token, whose
-	// budgets it spends too; OneUse: a limited-use one, consumed by this
-	// call, which pays for one increment.
-	AppToken string
-	OneUse   bool
+	AppToken  string    // a digest of the caller's valid App Check token, whose budgets it spends too
+	OneUse    bool      // a limited-use App Check token, consumed by this call: it pays for one increment
 }
 
 // budgetKeys are the keys the caller's budgets are kept under.
@@ -90,6 +87,9 @@ type Members interface {
 	// Memberships are uid's member documents, newest first, after the
 	// one after (the zero Membership: from the first), at most limit.
 	Memberships(ctx context.Context, uid string, after counter.Membership, limit int) ([]counter.Membership, error)
+	// DropOrphan deletes uid's member document of counter id when id has
+	// no document (deleted by hand), and reports whether it did.
+	DropOrphan(ctx context.Context, id, uid string) (bool, error)
 	// RecordErasure records that uid's erasure began, until expires, with
 	// the key of its page tokens, unless one begun later stands: it returns
 	// the record that stands. Erasure reads uid's latest record (a zero

@@ -120,17 +120,47 @@ func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, p
 		}
 		items = append(items, wire.IncrementItem{CounterID: &page[i].CounterID, Delta: &leave, Member: &uid})
 	}
-	for _, r := range core.increment(ctx, caller, items, nil, anErasure) {
+	for i, r := range core.increment(ctx, caller, items, nil, anErasure) {
 		switch e, _ := errors.AsType[*errs.Error](r.Err); {
 		case r.Err == nil:
 			if r.Response.Changed != nil && *r.Response.Changed {
 				removed++
 			}
-		case errs.Is(r.Err, errs.NotFound), e != nil && strings.HasSuffix(e.Field, "member"):
-			skipped++ // deleted meanwhile (its purge removes it), or of a kind that keeps no members now
+		case errs.Is(r.Err, errs.NotFound): // deleted meanwhile (its purge removes it), or by hand (dropped here, counting nothing)
+			dropped, err := core.members.DropOrphan(ctx, *items[i].CounterID, uid)
+			if err != nil {
+				return removed, skipped, err
+			}
+			if !dropped {
+				skipped++
+			}
+		case e != nil && strings.HasSuffix(e.Field, "member"):
+			skipped++ // of a kind that keeps no members now
 		default:
 			return removed, skipped, r.Err
 		}
 	}
 	return removed, skipped, nil
+}
+
+// newGate is the instance's erasure gate (internal/erasure).
+func (core *Core) newGate() *erasure.Gate {
+	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, core.members.ErasuresSince)
+}
+
+// admitAfterErasure refuses caller's token when it was issued before the
+// caller's erasure began, as the gate knows it.
+func (core *Core) admitAfterErasure(ctx context.Context, caller Caller) error {
+	if caller.User == "" || caller.IssuedAt.IsZero() {
+		return nil
+	}
+	began, err := core.erasures.Began(ctx, caller.User)
+	if err != nil {
+		return err
+	}
+	if !began.IsZero() && caller.IssuedAt.Before(began) {
+		return errs.New(errs.Unauthenticated, "Authorization: this ID token was issued before the account's erasure began (%s): sign in again",
+			began.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

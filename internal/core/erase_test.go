@@ -99,3 +99,32 @@ func TestAnErasureSkipsAMemberOfAKindThatKeepsNoneNow(t *testing.T) {
 		t.Errorf("the erasure created the counter: %+v", c)
 	}
 }
+
+// TestAnErasureDeletesAnOrphanOfACounterOfNoKind: a member document left
+// under a counter made by createCounter, whose document was deleted by
+// hand, is deleted, and nothing is counted or created. Before, its −1 was
+// NOT_FOUND, skipped as if a purge would delete it: none does, and the
+// erasure answered complete with the user a member still.
+func TestAnErasureDeletesAnOrphanOfACounterOfNoKind(t *testing.T) {
+	m := newMemCore(t, map[string]string{"ERASURE_CHECK": "30s", "FIRESTORE_DEADLINE": "10s"})
+	ctx := context.Background()
+	if _, err := m.db.Commit(ctx, fs.SetWrite(m.db.Name(dm.Member("mine", "ida")), map[string]*pb.Value{
+		dm.FieldUID: fs.StringValue("ida"), dm.FieldCounterID: fs.StringValue("mine"), dm.FieldJoinedAt: fs.TimeValue(m.now.Add(-time.Hour))})); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("ida")})
+	if err != nil || resp.Counters != 0 {
+		t.Fatalf("the first call: %+v, %v; want nothing counted", resp, err)
+	}
+	m.advance(m.lastPassAfter())
+	token := resp.NextPageToken
+	if resp, err := m.EraseMember(ctx, admin, wire.EraseMemberRequest{UID: ptr("ida"), PageToken: &token}); err != nil || !resp.Complete {
+		t.Errorf("the last pass: %+v, %v; want complete", resp, err)
+	}
+	if d, err := m.db.Get(ctx, m.db.Name(dm.Member("mine", "ida"))); err != nil || d != nil {
+		t.Errorf("the orphan member document: %v, %v; want deleted", d, err)
+	}
+	if d, err := m.db.Get(ctx, m.db.Name(dm.Counter("mine"))); err != nil || d != nil {
+		t.Errorf("the counter document: %v, %v; want none", d, err)
+	}
+}

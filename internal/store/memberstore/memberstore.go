@@ -281,6 +281,27 @@ func (s *Store) RecordErasure(ctx context.Context, uid string, began, expires ti
 	return stands, err
 }
 
+// DropOrphan deletes uid's member document under counter id if, at one
+// read time, id has no counter document (deleted by hand: no purge will
+// come), and reports whether it did. It counts nothing: the count went
+// with the counter's document. Two reads and a delete.
+func (s *Store) DropOrphan(ctx context.Context, id, uid string) (bool, error) {
+	docs, _, err := s.db.GetAll(ctx, []string{s.db.Name(dm.Counter(id)), s.db.Name(dm.Member(id, uid))}, time.Time{})
+	if err != nil {
+		return false, fs.Classify(err, "read an orphan member")
+	}
+	if docs[0] != nil || docs[1] == nil {
+		return false, nil
+	}
+	// On the version read: one changed since is no longer that orphan (a
+	// counter made again purges it, or joins it anew).
+	_, err = s.db.Commit(ctx, fs.DeleteWrite(docs[1].GetName(), docs[1].GetUpdateTime().AsTime()))
+	if fs.Code(err) == codes.FailedPrecondition {
+		return false, nil
+	}
+	return err == nil, fs.Classify(err, "delete an orphan member")
+}
+
 // recordOf is an erasure record's document as read.
 func recordOf(pd *pb.Document) erasure.Record {
 	d := fs.DocOf(pd)
