@@ -26,11 +26,9 @@ type Incremented struct {
 
 // IncrementCounter applies one increment, body's own, or each item of
 // body.Increments; headerKey is the request's Idempotency-Key, when sent.
-// One increment answers its response or its error; a list answers one
-// outcome per item, in order: every valid item of one counter in one
-// commit (atomically, when they fit in one: up to GROUP_COMMIT_MAX_BATCH
-// items; a distinct counter's viewers the instance knows are counted
-// already answer without it), counters independently.
+// A list answers one outcome per item, in order: every valid item of one
+// counter in one commit (atomically, up to GROUP_COMMIT_MAX_BATCH items; a
+// distinct counter's viewers known counted answer without), counters apart.
 func (core *Core) IncrementCounter(ctx context.Context, caller Caller, body wire.IncrementCounterRequest, headerKey *string) (*wire.IncrementCounterResponse, []Incremented, error) {
 	if body.Increments == nil {
 		out := core.increment(ctx, caller, []wire.IncrementItem{body.IncrementItem}, headerKey, oneItem)
@@ -150,10 +148,8 @@ func (core *Core) increment(ctx context.Context, caller Caller, items []wire.Inc
 }
 
 // authorize reads counter id (once per request), checks what the caller
-// may do to it with op, as its mode takes it (modes.go: a delta within the
-// caller's role, or +1 or −1 of the caller, an admin's for member, a
-// choice, a member added once), and only then pays for its first use. It
-// returns op, with its user and its counter.
+// may do to it with op, as its mode takes it (modes.go), and only then
+// pays for its first use. It returns op, with its user and its counter.
 func (core *Core) authorize(ctx context.Context, caller Caller, id string, op increment.Op, item wire.IncrementItem, read map[string]authorized) (increment.Op, error) {
 	member := item.Member
 	if member != nil && !caller.Admin {

@@ -67,14 +67,9 @@ func (core *Core) GetCounter(ctx context.Context, caller Caller, body wire.GetCo
 		return wire.GetCounterResponse{}, errs.New(errs.FailedPrecondition, "history: the roll-up keeps no windows (WINDOWS=off)")
 	}
 	// An eventual read spends read, a strong one strong, history a token
-	// of history for each historyBuckets it reads (its eventual read
-	// included).
+	// of history for each historyBuckets it reads (its eventual read too).
 	if consistency == "strong" {
-		tokens := core.strongTokens(id)
-		if most := core.limiter.Burst(ratelimit.Strong, caller.budgetKeys()...); !caller.Admin && tokens > most {
-			return wire.GetCounterResponse{}, errs.Invalid("consistency", "a strong read of %q spends %d tokens of strong: this deployment's budget (RATE_LIMITS) allows at most %d at once", id, tokens, most)
-		}
-		if err := core.allow(ctx, caller, ratelimit.Strong, tokens); err != nil {
+		if err := core.spendAtOnce(ctx, caller, ratelimit.Strong, "consistency", core.strongTokens(id), "a strong read of %q", id); err != nil {
 			return wire.GetCounterResponse{}, err
 		}
 	}

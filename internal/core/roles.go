@@ -114,6 +114,16 @@ func (core *Core) allowPaying(ctx context.Context, caller Caller, b ratelimit.Bu
 	return nil
 }
 
+// spendAtOnce spends tokens of budget b on what (a format and its args):
+// more than the budget holds at once is a 400 on field naming what, not a
+// 429 no wait gets past.
+func (core *Core) spendAtOnce(ctx context.Context, caller Caller, b ratelimit.Budget, field string, tokens int, what string, args ...any) error {
+	if most := core.limiter.Burst(b, caller.budgetKeys()...); !caller.Admin && tokens > most {
+		return errs.Invalid(field, "%s spends %d tokens of %s: this deployment's budget (RATE_LIMITS) allows at most %d at once", fmt.Sprintf(what, args...), tokens, b, most)
+	}
+	return core.allow(ctx, caller, b, tokens)
+}
+
 // readsPaid is how many Firestore documents (or aggregations) one token of
 // each budget pays for: the most its function reads for it. A request
 // that reads more is logged as reading without a budget

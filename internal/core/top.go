@@ -175,7 +175,7 @@ func (core *Core) rollingTop(ctx context.Context, caller Caller, r windows.Rolli
 }
 
 // rollingDepths are a rolling window's rounds' depths: from limit, twice
-// as deep each, the last at full depth (a limit of 1 ended at 4).
+// as deep each, the last at full depth (a limit of 1: 1, 2, 25).
 func rollingDepths(limit int) []int {
 	depths := []int{limit}
 	for d := limit; d < maxRollingDepth && len(depths) < maxRollingRounds; depths = append(depths, d) {
@@ -186,12 +186,7 @@ func rollingDepths(limit int) []int {
 	return depths
 }
 
-// spendTop spends the tokens of top reading reads costs: more than the
-// budget holds at once is a 400 naming what, not a 429 no wait gets past.
+// spendTop spends the tokens of top reading reads costs (spendAtOnce).
 func (core *Core) spendTop(ctx context.Context, caller Caller, what string, reads int) error {
-	tokens := (reads + topReads - 1) / topReads
-	if most := core.limiter.Burst(ratelimit.Top, caller.budgetKeys()...); !caller.Admin && tokens > most {
-		return errs.Invalid("window", "%s spends %d tokens of top: this deployment's budget (RATE_LIMITS) allows at most %d at once", what, tokens, most)
-	}
-	return core.allow(ctx, caller, ratelimit.Top, tokens)
+	return core.spendAtOnce(ctx, caller, ratelimit.Top, "window", (reads+topReads-1)/topReads, "%s", what)
 }
