@@ -14,7 +14,8 @@ import (
 
 // Fresh returns counters ids as read within the last within (a feed's
 // staleness bound, FEED_CACHE), in order, each with its own error: from
-// this instance's cache when a read of it began that recently, the others
+// this instance's cache when a read of it began that recently (or since
+// this call began), the others
 // in one batched read, which pay is told the size of first (and may
 // refuse: a spent budget). A counter another call is reading already is
 // waited for, not read again, so a hot counter costs a read per instance
@@ -26,9 +27,9 @@ import (
 // err is a batched read's, or pay's: no counter is answered then.
 func (s *Store) Fresh(ctx context.Context, ids []string, within time.Duration, pay func(reads int) error) ([]counter.Counter, []error, error) {
 	now := s.base.Now()
-	fresh := func(id string) (cachedCounter, bool) { // read within the bound
+	fresh := func(id string) (cachedCounter, bool) { // read within the bound, or begun since this call did
 		e, ok := s.cached.Get(id)
-		return e, ok && !now.Before(e.read) && now.Sub(e.read) < within
+		return e, ok && within > 0 && now.Sub(e.read) < within
 	}
 	got := map[string]cachedCounter{}
 	waits := map[string]chan struct{}{}

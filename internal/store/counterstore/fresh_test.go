@@ -2,6 +2,7 @@ package counterstore
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,4 +74,54 @@ func TestAPageWaitsForAReadUnderWayOnlyWithinItsBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAPageThatWaitedTakesAReadBegunAfterIt: a page that waits for a read
+// another call began after its own start takes what that read found
+// (newer than it needs), and pays for no read of its own. Before, it took
+// only reads begun before its start, and read a hot counter again each
+// time its entry expired under many pages at once. The first page's clock
+// starts the second call, whose read is held in its payment.
+func TestAPageThatWaitedTakesAReadBegunAfterIt(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
+	synctest.Test(t, func(t *testing.T) {
+		db, err := fs.OnAPI(fsmodel.New(time.Now), "demo-fresh", fs.DefaultDatabase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ctx, ids, start := context.Background(), []string{"a", "b"}, time.Now()
+		inside, release, secondDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var s *Store
+		var clocks atomic.Int32
+		clock := func() time.Time {
+			if clocks.Add(1) > 1 {
+				return start.Add(time.Millisecond)
+			}
+			go func() { // the first page's start: another's read gets under way first
+				defer close(secondDone)
+				if _, _, err := s.Fresh(ctx, ids, time.Second, func(int) error { close(inside); <-release; return nil }); err != nil {
+					t.Error(err)
+				}
+			}()
+			<-inside
+			return start
+		}
+		s = New(shared.New(db, shared.Options{Now: clock}), Options{ShardCountCache: 5 * time.Second, Calendar: windows.UTC})
+		var paid int
+		firstDone := make(chan struct{})
+		go func() {
+			defer close(firstDone)
+			if _, _, err := s.Fresh(ctx, ids, time.Second, func(n int) error { paid += n; return nil }); err != nil {
+				t.Error(err)
+			}
+		}()
+		synctest.Wait() // the first page waits for the second's read
+		close(release)
+		<-firstDone
+		<-secondDone
+		if paid != 0 {
+			t.Errorf("the page that waited read %d documents itself, want 0", paid)
+		}
+	})
 }
