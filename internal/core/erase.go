@@ -145,7 +145,11 @@ func (core *Core) removeMember(ctx context.Context, caller Caller, uid string, p
 
 // newGate is the instance's erasure gate (internal/erasure).
 func (core *Core) newGate() *erasure.Gate {
-	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, core.members.ErasuresSince)
+	latest := func(ctx context.Context, uid string) (time.Time, error) {
+		r, err := core.members.Erasure(ctx, uid)
+		return r.Began, err
+	}
+	return erasure.NewGate(core.cfg.ErasureCheck, core.cfg.FirestoreDeadline, core.now, core.members.ErasuresSince, latest)
 }
 
 // admitAfterErasure refuses caller's token when it was issued before the

@@ -26,11 +26,12 @@ import (
 // No request waits for another's look. Once what an instance knows is
 // ERASURE_CHECK old, the next request looks, and those that come while
 // it does are answered from what it knew, a look's deadline older at
-// most; past that, each request looks for itself. So one slow read never
-// holds a crowd of requests that it then lets go at once, to race into
-// one commit batch in an order no seed of the simulation replays. The
-// price: on a cold instance, or one idle past the bound, a read for each
-// request that comes before a look ends.
+// most; past that (a cold instance, or one idle past the bound), each
+// reads its own user's record, one read, however many erasures there
+// were. So one slow read never holds a crowd of requests that it then
+// lets go at once, to race into one commit batch in an order no seed of
+// the simulation replays, and a new instance under load does not read
+// every record once per request.
 
 // TokenLife is how long an ID token may be taken: Firebase's hour, and
 // the five minutes of clock skew the Admin SDK allows.
@@ -43,24 +44,29 @@ const Slack = time.Minute
 // Since reads the erasures recorded after since: when each began, by uid.
 type Since func(ctx context.Context, since time.Time) (map[string]time.Time, error)
 
+// Latest reads when uid's latest recorded erasure began (zero: none).
+type Latest func(ctx context.Context, uid string) (time.Time, error)
+
 // Gate is what one instance knows of recent erasures.
 type Gate struct {
 	check, deadline time.Duration
 	now             func() time.Time
 	read            Since
+	latest          Latest
 
 	mu       sync.Mutex
 	began    map[string]time.Time // by uid
 	lookedAt time.Time            // when the latest look that ended began (zero: never)
-	looking  bool                 // a look is under way for requests that found lookedAt check old
+	looking  bool                 // a look is under way
 }
 
 // NewGate returns the gate of an instance that looks every check
 // (ERASURE_CHECK), each look with read under deadline
-// (FIRESTORE_DEADLINE): the instance's own read (ledger.Own, booked as
-// "erasures"), which no caller's budget pays for.
-func NewGate(check, deadline time.Duration, now func() time.Time, read Since) *Gate {
-	return &Gate{check: check, deadline: deadline, now: now, read: read}
+// (FIRESTORE_DEADLINE), and reads one user's latest record with latest
+// while a look it cannot count on is under way: the instance's own reads
+// (ledger.Own, booked as "erasures"), which no caller's budget pays for.
+func NewGate(check, deadline time.Duration, now func() time.Time, read Since, latest Latest) *Gate {
+	return &Gate{check: check, deadline: deadline, now: now, read: read, latest: latest}
 }
 
 // Bound is how old, at most, what an instance knows of erasures is when
@@ -72,12 +78,13 @@ func (g *Gate) Bound() time.Duration {
 
 // Began is when uid's erasure began, within a token's life (zero: none),
 // as this instance knows it from a look begun at most Bound ago (check,
-// when no look is under way). The look is the instance's own read, no
-// caller's budget pays for it: one a check while requests come, with a
-// read per erasure recorded since the last (within a token's life), but
-// on a cold instance, or after Bound without requests, where each request
-// that comes before a look ended looks for itself. When one that must
-// look cannot, it is refused (503): the gate fails closed.
+// when no look is under way), or from uid's own record. The look is the
+// instance's own read, no caller's budget pays for it: one a check while
+// requests come, with a read per erasure recorded since the last (within
+// a token's life); on a cold instance, or after Bound without requests,
+// those that come while it is under way read their user's record, one
+// read each. When one that must read cannot, it is refused (503): the
+// gate fails closed.
 func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 	g.mu.Lock()
 	now := g.now()
@@ -88,11 +95,12 @@ func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 		began := g.began[uid]
 		g.mu.Unlock()
 		return began, nil
+	case g.looking:
+		g.mu.Unlock()
+		return g.own(ctx, uid)
 	}
-	shared := known && age < g.Bound() // this look is the one the others wait out
-	if shared {
-		g.looking = true
-	}
+	shared := known && age < g.Bound() // what it knew answers others meanwhile
+	g.looking = true
 	since := now.Add(-TokenLife)
 	if known {
 		// A record committed while the last look ran, or written by a
@@ -102,20 +110,17 @@ func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 		}
 	}
 	g.mu.Unlock()
-	// Others count on a shared look: a caller that gives up does not end it.
-	lookCtx, cancel := ledger.Own(ctx, "erasures", time.Now().Add(g.deadline))
+	lookCtx, cancel := g.ownRead(ctx)
 	defer cancel()
 	found, err := g.read(lookCtx, since)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if shared {
-		g.looking = false
-	}
+	g.looking = false
 	if err != nil {
 		if shared {
 			return g.began[uid], nil // what it knew is within Bound still
 		}
-		return time.Time{}, errs.Retryable(err, time.Second, "cannot check the account's erasures right now; retry")
+		return time.Time{}, unavailable(err)
 	}
 	if now.After(g.lookedAt) {
 		g.lookedAt = now
@@ -129,6 +134,34 @@ func (g *Gate) Began(ctx context.Context, uid string) (time.Time, error) {
 		}
 	}
 	return g.began[uid], nil
+}
+
+// own reads uid's latest record, and remembers it.
+func (g *Gate) own(ctx context.Context, uid string) (time.Time, error) {
+	readCtx, cancel := g.ownRead(ctx)
+	defer cancel()
+	began, err := g.latest(readCtx, uid)
+	if err != nil {
+		return time.Time{}, unavailable(err)
+	}
+	if g.now().After(began.Add(TokenLife)) {
+		return time.Time{}, nil // no token issued before it lives on
+	}
+	g.Note(uid, began)
+	return began, nil
+}
+
+// ownRead is ctx for a read of the instance's own, under the gate's
+// deadline: others count on a look, so a caller that gives up does not
+// end it.
+func (g *Gate) ownRead(ctx context.Context) (context.Context, context.CancelFunc) {
+	return ledger.Own(ctx, "erasures", time.Now().Add(g.deadline))
+}
+
+// unavailable refuses a request whose user's erasures the gate could not
+// read: it fails closed.
+func unavailable(err error) error {
+	return errs.Retryable(err, time.Second, "cannot check the account's erasures right now; retry")
 }
 
 // Note remembers that uid's erasure began at began: this instance's own.
