@@ -78,11 +78,14 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	// The look is the instance's: a caller that gives up does not waste
 	// what it read, and one that fails is taken as holding them for a
 	// while too, so that no caller can have it read again at once.
+	// Within half the caller's time left: the ranking has its lists to read
+	// still (a busy hour's million buckets may take longer; the look then
+	// fails, which is safe).
 	d, ok := ctx.Deadline()
 	if !ok {
 		d = time.Now().Add(holdsOldFor) // a caller without a deadline (none deployed) holds no look longer
 	}
-	lookCtx, cancel := ledger.Own(ctx, "upgrade", d)
+	lookCtx, cancel := ledger.Own(ctx, "upgrade", time.Now().Add(time.Until(d)/2))
 	defer cancel()
 	all, err := s.db.CountOf(lookCtx, s.BucketsQuery(g, start, "", ByCount), at)
 	var carried int64
