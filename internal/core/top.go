@@ -22,7 +22,8 @@ const topReads = maxListLimit
 // per topReads of rollingReads: the most a round reads, three rankings
 // while a current bucket holds buckets of the version before carries
 // (windowstore's upgrade.go, whose look for them is the instance's own
-// read), and a sum a candidate.
+// read), and a sum a candidate (a list more for a round read late, in the
+// next bucket: beyond this only while those buckets are current too).
 const (
 	maxRollingDepth  = 25
 	maxRollingLimit  = maxRollingDepth

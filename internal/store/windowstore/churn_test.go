@@ -115,12 +115,17 @@ func TestAPeakStartsFromTheGrossOfBefore(t *testing.T) {
 
 // rollUps returns, over db, a creator of ranked counters of kind likes and
 // a writer of what a roll-up at a given time that saw a change writes, by
-// the roll-up's own write path.
+// the roll-up's own write path, in UTC.
 func rollUps(t *testing.T, db *fsdb.DB) (func(id string) counter.Counter, func(id string, at time.Time, change int64)) {
+	return rollUpsIn(t, db, windows.UTC)
+}
+
+// rollUpsIn is rollUps, on the buckets of cal.
+func rollUpsIn(t *testing.T, db *fsdb.DB, cal windows.Calendar) (func(id string) counter.Counter, func(id string, at time.Time, change int64)) {
 	ctx := context.Background()
 	base := shared.New(db, shared.Options{})
-	counters := counterstore.New(base, counterstore.Options{})
-	rollups := rollupstore.New(base, rollupstore.Options{Windows: windows.DefaultRetention, Remember: counters.Remember})
+	counters := counterstore.New(base, counterstore.Options{Calendar: cal})
+	rollups := rollupstore.New(base, rollupstore.Options{Windows: windows.DefaultRetention, Remember: counters.Remember, Calendar: cal})
 	create := func(id string) counter.Counter {
 		c, err := counters.Create(ctx, counter.Counter{ID: id, NumShards: 1, Origin: counter.ByAdmin, Ranked: true, Kind: "likes"})
 		if err != nil {

@@ -40,7 +40,8 @@ import (
 // the rest. It reads at most 2 × depth documents and as many
 // aggregations (while the current bucket holds buckets of the version
 // before carries, see upgrade.go: 3 × depth each; the instance's look
-// for them is its own).
+// for them is its own), and depth documents more when its first list's
+// read lands in the next bucket (readBounded).
 func (s *Store) RollingTop(ctx context.Context, r windows.Rolling, now time.Time, depth, limit int, kind string) ([]windows.Ranked, bool, error) {
 	b, _, err := s.readBounded(ctx, r, now, depth, kind, nil)
 	if err != nil {
@@ -78,14 +79,27 @@ type bounded struct {
 	at time.Time
 }
 
+// lateRead is how far past a request's time a read of its lists may land
+// and be taken as late; further, its clock is not the read's (a test's).
+const lateRead = time.Minute
+
 // readBounded reads the lists of rolling window r at now (of kind, when
 // not "") to depth, and extra lists beside them, at one read time: the
-// first list's, the others then at once.
+// first list's, the others then at once; or, when the first read landed
+// in the next bucket, the current bucket's last moment: a roll-up there
+// may have closed peaks the lists hold and carried them into a bucket
+// none reads (the first list read again: depth documents more).
 func (s *Store) readBounded(ctx context.Context, r windows.Rolling, now time.Time, depth int, kind string, extra []list) (bounded, [][]windows.Ranked, error) {
 	lists := s.rollingLists(r, now)
 	first, at, err := s.top(ctx, r.List, lists[0].start, depth, kind, lists[0].by, time.Time{})
 	if err != nil {
 		return bounded{}, nil, err
+	}
+	if end := s.listed(r.List, now); !at.Before(end) && at.Sub(now) < lateRead {
+		at = end.Add(-time.Microsecond)
+		if first, _, err = s.top(ctx, r.List, lists[0].start, depth, kind, lists[0].by, at); err != nil {
+			return bounded{}, nil, err
+		}
 	}
 	b := bounded{depth: depth, at: at}
 	if len(lists) == 2 {
