@@ -108,18 +108,30 @@ assert.deepEqual(errors, []);
 console.log("a live page: a bad key fails alone");
 
 // A page stopped from its first onRows hears nothing more: no listener is
-// attached after. A second page's listener, attached later on the same
-// document, hears the next view after the first would have (the SDK calls
-// a document's listeners in the order they were attached).
+// attached after. A second page, whose first rows came and whose listener
+// is attached after that, hears the next view after the first would have
+// (the SDK calls a document's listeners in the order they were attached).
 let heard = 0;
 const stopFirst = sc.watchFeed([post], ["views"], {}, () => { heard++; stopFirst(); }, (e) => errors.push(e));
 await poll(() => heard > 0, "the stopped page's first rows");
+const witness = [];
+const stopWitness = sc.watchFeed([post], ["views"], {}, (rows) => witness.push(rows[`views:${post}`]?.count), (e) => errors.push(e));
+await poll(() => witness.includes(4), "the second page's first rows");
 await sc.increment(`views:${post}`);
-await until((f) => sc.watchFeed([post], ["views"], {}, f, (e) => errors.push(e)), (rows) => rows[`views:${post}`]?.count === 5, "the view after");
+await poll(() => witness.includes(5), "the view after, on the second page");
+stopWitness();
 assert.equal(heard, 1, "a page stopped from its first onRows was called again");
-// An onRows that throws is the page's onError.
-const thrown = await new Promise((resolve) => { sc.watchFeed([post], ["views"], {}, () => { throw new Error("onRows failed"); }, resolve); });
-assert.equal(thrown.message, "onRows failed");
+// An onRows that throws is the page's onError: for its first rows, and
+// from a listener (its first snapshot calls onRows a second time).
+for (const failing of [1, 2]) {
+  let calls = 0;
+  let stop;
+  const thrown = await new Promise((resolve) => {
+    stop = sc.watchFeed([post], ["views"], {}, () => { if (++calls === failing) throw new Error(`onRows ${failing} failed`); }, resolve);
+  });
+  stop();
+  assert.equal(thrown.message, `onRows ${failing} failed`);
+}
 console.log("a live page: stopped from onRows, its throw to onError");
 
 // A live page follows its counter's deletion (the row is NOT_FOUND, as a

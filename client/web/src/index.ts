@@ -314,7 +314,14 @@ export function shardcount(options: ShardcountOptions): Shardcount {
     let rows: Record<string, FeedRow> = {};
     let stops: Unsubscribe[] = [];
     let stopped = false;
-    const show = () => onRows({ ...rows });
+    // An error of onRows is onError's, from a listener as from the page.
+    const show = () => {
+      try {
+        onRows({ ...rows });
+      } catch (e) {
+        onError?.(e as Error);
+      }
+    };
     const update = (id: string, change: Partial<FeedRow>) => {
       if (rows[id] && !rows[id].error) rows[id] = { ...rows[id], ...change };
     };
@@ -371,7 +378,7 @@ export function shardcount(options: ShardcountOptions): Shardcount {
           });
         }
       }
-    }).catch((err) => onError?.(err)); // the page's, or onRows' own
+    }).catch((err) => onError?.(err)); // the page's
     return () => {
       stopped = true;
       stops.forEach((stop) => stop());
