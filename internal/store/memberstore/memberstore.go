@@ -296,8 +296,8 @@ func (s *Store) DropOrphan(ctx context.Context, id, uid string) (bool, error) {
 	// On the version read: one changed since is no longer that orphan (a
 	// counter made again purges it, or joins it anew).
 	_, err = s.db.Commit(ctx, fs.DeleteWrite(docs[1].GetName(), docs[1].GetUpdateTime().AsTime()))
-	if fs.Code(err) == codes.FailedPrecondition {
-		return false, nil
+	if c := fs.Code(err); c == codes.FailedPrecondition || c == codes.NotFound {
+		return false, nil // changed or deleted since: by a purge, or an erasure beside
 	}
 	return err == nil, fs.Classify(err, "delete an orphan member")
 }

@@ -83,7 +83,7 @@ func (s *Store) holdsOld(ctx context.Context, g windows.Granularity, start, at t
 	// fails, which is safe).
 	d, ok := ctx.Deadline()
 	if !ok {
-		d = time.Now().Add(holdsOldFor) // a caller without a deadline (none deployed) holds no look longer
+		d = time.Now().Add(holdsOldFor) // a caller without a deadline (none deployed): half a minute
 	}
 	lookCtx, cancel := ledger.Own(ctx, "upgrade", time.Now().Add(time.Until(d)/2))
 	defer cancel()
