@@ -255,9 +255,10 @@ func goClient(t *testing.T, uid string) *client.Client {
 }
 
 // TestMembersOfBeforeGetTheirKind: member documents written before they
-// named their kind are left out of "my likes" by kind; reconcile (the
-// scheduled runs and the full audit) names them, a page a run, and marks
-// the counter done.
+// named their kind are left out of "my likes" by kind, and those of the
+// first versions, without uid and counter_id, of a reader's state in
+// getCounters too; reconcile (the scheduled runs and the full audit)
+// writes what they lack, a page a run, and marks the counter done.
 func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 	id, fs, ctx := "likes:before-"+run, testenv.Firestore(t, project), context.Background()
 	var uids, tokens []string
@@ -269,11 +270,19 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	// As the version before wrote them: no kind, and a counter not marked.
-	for _, uid := range uids {
-		if _, err := fs.Doc("counters/"+id+"/members/"+uid).Update(ctx, []firestore.Update{{Path: "kind", Value: firestore.Delete}}); err != nil {
+	// As the versions before wrote them: no kind (the first versions: no
+	// uid nor counter_id either), and a counter not marked.
+	for i, uid := range uids {
+		lacks := []firestore.Update{{Path: "kind", Value: firestore.Delete}}
+		if i == 0 {
+			lacks = append(lacks, firestore.Update{Path: "uid", Value: firestore.Delete}, firestore.Update{Path: "counter_id", Value: firestore.Delete})
+		}
+		if _, err := fs.Doc("counters/"+id+"/members/"+uid).Update(ctx, lacks); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if rows, _ := feed(t, tokens[0], fmt.Sprintf(`{"counter_ids":[%q]}`, id)); rows[id].Member == nil || *rows[id].Member {
+		t.Fatalf("a member document of the first versions in getCounters: %+v, want member false (its query cannot find it)", rows[id])
 	}
 	if _, err := fs.Doc("counters/"+id).Update(ctx, []firestore.Update{{Path: "member_kinds", Value: firestore.Delete}}); err != nil {
 		t.Fatal(err)
@@ -286,9 +295,12 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 	}
 	for _, uid := range uids {
 		snap, err := fs.Doc("counters/" + id + "/members/" + uid).Get(ctx)
-		if err != nil || snap.Data()["kind"] != "likes" {
+		if err != nil || snap.Data()["kind"] != "likes" || snap.Data()["uid"] != uid || snap.Data()["counter_id"] != id {
 			t.Errorf("%s's member document after reconcile: %v, %v", uid, snap.Data(), err)
 		}
+	}
+	if rows, _ := feed(t, tokens[0], fmt.Sprintf(`{"counter_ids":[%q]}`, id)); rows[id].Member == nil || !*rows[id].Member {
+		t.Errorf("old-liker-0 in getCounters after reconcile: %+v, want member true", rows[id])
 	}
 	if snap, err := fs.Doc("counters/" + id).Get(ctx); err != nil || snap.Data()["member_kinds"] != true {
 		t.Errorf("the counter after reconcile: member_kinds %v, %v", snap.Data()["member_kinds"], err)

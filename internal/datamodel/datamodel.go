@@ -75,7 +75,7 @@ const (
 	FieldPurged     = "purged"
 	FieldResetAt    = "reset_at"
 	// FieldMemberKinds is true once every member document of the counter
-	// names its kind.
+	// names its kind, its uid and its counter.
 	FieldMemberKinds = "member_kinds"
 	// FieldAfter, of the member kinds' progress: how far reconcile named
 	// them.

@@ -76,7 +76,7 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 		}
 		var correct counter.Sums // the audit's, of a unique counter
 		if c.Mode.Members() {
-			unnamed = c.Kind != "" && !c.MemberKinds
+			unnamed = !c.MemberKinds
 			members, err := r.store.Audit(ctx, c, readTime)
 			if err != nil {
 				return false, err
@@ -117,7 +117,8 @@ func (r *Roller) Reconcile(ctx context.Context, id string) (Outcome, error) {
 }
 
 // nameMemberKinds gives a page of the member documents of counter id,
-// written before they named their kind, that kind: each scheduled run or
+// written before they named their kind (or, the first versions', their
+// uid and counter), what they lack: each scheduled run or
 // audit of the counter a page, until all do (it reports whether they
 // do). What fails is logged and left to the next.
 func (r *Roller) nameMemberKinds(ctx context.Context, id string) bool {

@@ -73,8 +73,8 @@ type Store interface {
 	// a read time, and of a choice counter those holding each choice.
 	Audit(ctx context.Context, c counter.Counter, at time.Time) (counter.Sums, error)
 	// NameMemberKinds gives a page of the member documents of unique
-	// counter c, of a kind, written before they named it, its kind, and
-	// reports whether all do now.
+	// counter c written before they named their kind, uid and counter
+	// what they lack, and reports whether all do now.
 	NameMemberKinds(ctx context.Context, c counter.Counter, max int) (bool, error)
 	// WriteRollup writes r if the document is still at r.Next.Version and
 	// returns the new version; ok is false if it changed.

@@ -7,6 +7,7 @@ package memberstore
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -177,8 +178,8 @@ func (s *Store) Memberships(ctx context.Context, uid string, after counter.Membe
 }
 
 // NameMemberKinds gives a page of the member documents of unique counter
-// c, of a kind, that kind, in the order of their uids from where the last
-// page ended (its progress document, under bound/), at most max, and
+// c what they lack (unnamed), in the order of their uids from where the
+// last page ended (its progress document, under bound/), at most max, and
 // marks the counter once a page comes back short. Member documents
 // written before they carried their kind lack it: the query of a user's
 // likes by kind would leave them out. It reports whether all are named.
@@ -204,9 +205,8 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 	// progress.
 	var writes []*pb.Write
 	for _, pd := range docs {
-		if d := fs.DocOf(pd); d.Str(dm.FieldKind) != c.Kind {
-			writes = append(writes, fs.UpdateWrite(pd.GetName(), map[string]*pb.Value{dm.FieldKind: fs.StringValue(c.Kind)},
-				[]string{dm.FieldKind}, pd.GetUpdateTime().AsTime()))
+		if fields := unnamed(fs.DocOf(pd), c); len(fields) > 0 {
+			writes = append(writes, fs.UpdateWrite(pd.GetName(), fields, slices.Sorted(maps.Keys(fields)), pd.GetUpdateTime().AsTime()))
 		}
 	}
 	done := len(docs) < max
@@ -223,6 +223,23 @@ func (s *Store) NameMemberKinds(ctx context.Context, c counter.Counter, max int)
 		return false, fs.Classify(err, "name the kind of the members of "+c.ID)
 	}
 	return done, nil
+}
+
+// unnamed are the fields member document d of counter c lacks: its kind,
+// and, written before they carried them, its uid and counter id (without
+// which a user's memberships and a reader's state in getCounters miss it).
+func unnamed(d *fs.Doc, c counter.Counter) map[string]*pb.Value {
+	fields := map[string]*pb.Value{}
+	if d.Str(dm.FieldKind) != c.Kind {
+		fields[dm.FieldKind] = fs.StringValue(c.Kind)
+	}
+	if d.Str(dm.FieldUID) == "" {
+		fields[dm.FieldUID] = fs.StringValue(d.ID)
+	}
+	if d.Str(dm.FieldCounterID) == "" {
+		fields[dm.FieldCounterID] = fs.StringValue(c.ID)
+	}
+	return fields
 }
 
 // MaxNamedMembers bounds the member documents one NameMemberKinds names:
