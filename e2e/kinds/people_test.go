@@ -308,6 +308,25 @@ func TestMembersOfBeforeGetTheirKind(t *testing.T) {
 	if got := membersQuery(t, tokens[0], uids[0], "likes"); !slices.Contains(got, id) {
 		t.Errorf("old-liker-0's likes by kind after reconcile: %v", got)
 	}
+
+	// A counter of no kind (createCounter's) of the first versions too.
+	mine := "before-" + run
+	if r := call(t, admin(t), "POST", "createCounter", fmt.Sprintf(`{"counter_id":%q,"unique":true}`, mine)); r.Status != http.StatusCreated {
+		t.Fatal(r)
+	}
+	if r := call(t, tokens[0], "POST", "incrementCounter", fmt.Sprintf(`{"counter_id":%q}`, mine)); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	if _, err := fs.Doc("counters/"+mine+"/members/"+uids[0]).Update(ctx, []firestore.Update{{Path: "uid", Value: firestore.Delete}, {Path: "counter_id", Value: firestore.Delete}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Doc("counters/"+mine).Update(ctx, []firestore.Update{{Path: "member_kinds", Value: firestore.Delete}}); err != nil {
+		t.Fatal(err)
+	}
+	rollUp(t, mine)
+	if snap, err := fs.Doc("counters/" + mine + "/members/" + uids[0]).Get(ctx); err != nil || snap.Data()["uid"] != uids[0] || snap.Data()["counter_id"] != mine || snap.Data()["kind"] != nil {
+		t.Errorf("a member document of a counter of no kind after reconcile: %v, %v; want its uid and counter, no kind", snap.Data(), err)
+	}
 }
 
 // TestErasingOverAnOrphan: a member document whose counter's document was
