@@ -10,6 +10,7 @@ import (
 	"github.com/shardcount/shardcount/internal/errs"
 	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
+	"github.com/shardcount/shardcount/internal/fsmodel/fsmodeltest"
 	"github.com/shardcount/shardcount/internal/ledger"
 	"github.com/shardcount/shardcount/internal/store/appstore"
 	"github.com/shardcount/shardcount/internal/store/counterstore"
@@ -42,7 +43,6 @@ type memCore struct {
 
 func newMemCore(t *testing.T, env map[string]string) *memCore {
 	t.Helper()
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
 	vars := map[string]string{"COUNTER_KINDS": testKinds, "GROUP_COMMIT_MAX_WAIT": "0s"}
 	for k, v := range env {
 		vars[k] = v
@@ -53,11 +53,7 @@ func newMemCore(t *testing.T, env map[string]string) *memCore {
 	}
 	m := &memCore{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
 	clock := func() time.Time { m.mu.Lock(); defer m.mu.Unlock(); return m.now }
-	db, err := fs.OnAPI(fsmodel.New(clock), "demo-core", fs.DefaultDatabase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := fsmodeltest.DB(t, "demo-core", fsmodel.New(clock))
 	m.db, m.cfg = db, cfg
 	m.Core = m.another()
 	return m

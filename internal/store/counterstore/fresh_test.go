@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
+	"github.com/shardcount/shardcount/internal/fsmodel/fsmodeltest"
 	"github.com/shardcount/shardcount/internal/store/shared"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -20,7 +20,6 @@ import (
 // old for it). The first call's read is held in its payment; the bubble
 // says when the second has blocked or ended, with no clock to race.
 func TestAPageWaitsForAReadUnderWayOnlyWithinItsBound(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
 	for _, tc := range []struct {
 		within    time.Duration
 		waits     bool
@@ -30,11 +29,7 @@ func TestAPageWaitsForAReadUnderWayOnlyWithinItsBound(t *testing.T) {
 		{within: 0, waits: false, readsMore: 2},
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			db, err := fs.OnAPI(fsmodel.New(time.Now), "demo-fresh", fs.DefaultDatabase)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := fsmodeltest.DB(t, "demo-fresh", fsmodel.New(time.Now))
 			s := New(shared.New(db, shared.Options{}), Options{ShardCountCache: 5 * time.Second, Calendar: windows.UTC})
 			ids := []string{"a", "b"}
 			ctx := context.Background()
@@ -83,13 +78,8 @@ func TestAPageWaitsForAReadUnderWayOnlyWithinItsBound(t *testing.T) {
 // time its entry expired under many pages at once. The first page's clock
 // starts the second call, whose read is held in its payment.
 func TestAPageThatWaitedTakesAReadBegunAfterIt(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
 	synctest.Test(t, func(t *testing.T) {
-		db, err := fs.OnAPI(fsmodel.New(time.Now), "demo-fresh", fs.DefaultDatabase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := fsmodeltest.DB(t, "demo-fresh", fsmodel.New(time.Now))
 		ctx, ids, start := context.Background(), []string{"a", "b"}, time.Now()
 		inside, release, secondDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		var s *Store

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/shardcount/internal/erasure"
-	fs "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
+	"github.com/shardcount/shardcount/internal/fsmodel/fsmodeltest"
 	"github.com/shardcount/shardcount/internal/store/memberstore"
 	"github.com/shardcount/shardcount/internal/store/shared"
 )
@@ -53,7 +53,6 @@ func (h *held) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitRes
 // at once and the later one landed second; keeping the first's start
 // left the gap between the two starts open to the later call's promise.
 func TestABeginThatLostItsRaceAdoptsTheRecordThatStands(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	first := now.Add(time.Millisecond / 2)
 	for name, tc := range map[string]struct {
@@ -102,7 +101,6 @@ func TestABeginThatLostItsRaceAdoptsTheRecordThatStands(t *testing.T) {
 // while the record stayed as read (no begin landed: an earlier erasure's
 // record) is judged by start again, and the new erasure's own key stands.
 func TestABeginRefusedOverAnUnchangedRecordReplacesIt(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "")
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	h, s := heldStore(t, now)
 	ctx := context.Background()
@@ -124,9 +122,6 @@ func TestABeginRefusedOverAnUnchangedRecordReplacesIt(t *testing.T) {
 func heldStore(t *testing.T, now time.Time) (*held, *memberstore.Store) {
 	clock := func() time.Time { return now }
 	h := &held{Model: fsmodel.New(clock), inside: make(chan struct{}), release: make(chan struct{})}
-	db, err := fs.OnAPI(h, "demo-erasure", fs.DefaultDatabase)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fsmodeltest.DB(t, "demo-erasure", h)
 	return h, memberstore.New(shared.New(db, shared.Options{Now: clock}))
 }

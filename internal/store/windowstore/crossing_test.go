@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	fsdb "github.com/shardcount/shardcount/internal/firestoredb"
 	"github.com/shardcount/shardcount/internal/fsmodel"
+	"github.com/shardcount/shardcount/internal/fsmodel/fsmodeltest"
 	"github.com/shardcount/shardcount/internal/store/windowstore"
 	"github.com/shardcount/shardcount/internal/windows"
 )
@@ -20,7 +20,6 @@ import (
 // carry went to the new day's bucket): the counter was left out, and the
 // answer said exact. On the model of Firestore, whose clock is the read's.
 func TestARankingReadPastMidnightKeepsWhatTheNewDayCarried(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "") // a model never dials one
 	kolkata, err := time.LoadLocation("Asia/Kolkata")
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +27,7 @@ func TestARankingReadPastMidnightKeepsWhatTheNewDayCarried(t *testing.T) {
 	midnight := time.Date(2026, 11, 24, 0, 0, 0, 0, kolkata) // 18:30 UTC
 	var mu sync.Mutex
 	clock := midnight.Add(-time.Hour)
-	db, err := fsdb.OnAPI(fsmodel.New(func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }), "demo-crossing", fsdb.DefaultDatabase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fsmodeltest.DB(t, "demo-crossing", fsmodel.New(func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }))
 	set := func(t time.Time) { mu.Lock(); clock = t; mu.Unlock() }
 	cal := windows.Calendar{Zone: kolkata}
 	create, rollUp := rollUpsIn(t, db, cal)
